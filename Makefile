@@ -1,0 +1,53 @@
+# The two commands a newcomer needs:  `make run`  and  `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: run setup setup-test test lint unit integration e2e bench clean
+
+## Set up the environment and serve on the embedded profile (http://127.0.0.1:$${UPSTREAM_PORT:-8000}).
+run: setup
+	$(BIN)/upstream serve
+
+## Create the virtualenv and install upstream. torch==2.13.0 (CPU) goes first: any other
+## torch pulls gigabytes of CUDA wheels.
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+setup-test: $(VENV)/.installed-test
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $@
+
+## Set up and run the whole suite: lint, types, unit, contract, integration and e2e tests.
+test: setup-test lint
+	$(BIN)/pytest
+
+lint: setup-test
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+unit: setup-test
+	$(BIN)/pytest -m unit
+
+integration: setup-test
+	$(BIN)/pytest -m integration
+
+e2e: setup-test
+	$(BIN)/pytest -m e2e
+
+bench: setup
+	$(BIN)/upstream bench ingest
+
+clean:
+	rm -rf $(VENV) .upstream

@@ -1,0 +1,259 @@
+"""The one place that knows the profile: builds the embedded or the production set of parts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from adapters.embeddings import SentenceTransformerEmbedder
+from adapters.qdrant_index import QdrantVectorIndex
+from adapters.settings import Settings
+from commands.application import UpstreamApplication
+from domain.errors import NotCaughtUp, UnknownProjection, UpstreamError
+from domain.ports import Embedder, Projection, VectorIndex
+from projections.rebuild import catch_up, rebuild
+from projections.vectors import VectorsProjection
+from queries.search import SearchService
+
+log = logging.getLogger("upstream.bootstrap")
+
+Role = Literal["serve", "api", "worker", "offline"]
+
+
+class DataDirLocked(UpstreamError):
+    code = "data_dir_locked"
+    hint = "Stop the other `upstream serve` using this data dir, or set UPSTREAM_DATA_DIR."
+
+
+@dataclass
+class StartupStep:
+    name: str
+    seconds: float
+
+
+@dataclass
+class Container:
+    """Every part of a running upstream process, built by `bootstrap()`."""
+
+    settings: Settings
+    role: Role
+    app: UpstreamApplication
+    embedder: Embedder
+    index: VectorIndex
+    projections: dict[str, Projection]
+    search: SearchService
+    nats_url: str | None = None
+    nats_server: Any = None
+    broker: Any = None
+    command_bus: Any = None
+    relay: Any = None
+    runners: dict[str, Any] = field(default_factory=dict)
+    projection_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    startup: list[StartupStep] = field(default_factory=list)
+    started_at: float | None = None
+    _nc: Any = None
+    _lock_file: Any = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        began = time.perf_counter()
+        if self.settings.profile == "embedded" and self.role in ("serve", "offline"):
+            self._step("lock data dir", self._lock_data_dir)
+        if self.role != "offline":
+            await self._astep("bus", self._start_bus)
+        await self._astep("embedder", lambda: asyncio.to_thread(self.embedder.warm_up))
+        await self._astep("vector store", lambda: asyncio.to_thread(self._ensure_read_models))
+        if self.role in ("serve", "worker"):
+            await self._astep("catch up read models", self._catch_up_all)
+            await self._astep("command handlers, relay, projections", self._start_write_side)
+        if self.role != "offline":
+            await self._astep("broker", self.broker.start)
+        self.started_at = time.time()
+        log.info(
+            "upstream %s ready in %.1f s (profile %s)",
+            self.role,
+            time.perf_counter() - began,
+            self.settings.profile,
+        )
+
+    async def stop(self) -> None:
+        for runner in self.runners.values():
+            await runner.stop()
+        if self.relay is not None:
+            await self.relay.stop()
+        if self.broker is not None:
+            with contextlib.suppress(Exception):
+                await self.broker.stop()
+        if self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.drain()
+        if self.nats_server is not None:
+            self.nats_server.stop()
+        self.index.close()
+        self.app.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
+        log.info("upstream %s stopped", self.role)
+
+    def _step(self, name: str, action: Any) -> None:
+        began = time.perf_counter()
+        action()
+        self._record_step(name, began)
+
+    async def _astep(self, name: str, action: Any) -> None:
+        began = time.perf_counter()
+        await action()
+        self._record_step(name, began)
+
+    def _record_step(self, name: str, began: float) -> None:
+        seconds = time.perf_counter() - began
+        self.startup.append(StartupStep(name, round(seconds, 3)))
+        log.info("start-up: %s ok (%.2f s)", name, seconds)
+
+    def _lock_data_dir(self) -> None:
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        lock_path = self.settings.data_dir / "upstream.lock"
+        handle = lock_path.open("w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            handle.close()
+            raise DataDirLocked(
+                f"another upstream process is using {self.settings.data_dir}"
+            ) from error
+        self._lock_file = handle
+
+    async def _start_bus(self) -> None:
+        import nats
+        from faststream.nats import NatsBroker
+
+        from bus.command_bus import CommandBus
+        from bus.nats_server import EmbeddedNatsServer
+
+        url: str | None = self.settings.nats_url
+        if url is None:
+            self.nats_server = EmbeddedNatsServer(
+                self.settings.data_dir / "nats", self.settings.nats_server_bin
+            )
+            url = await asyncio.to_thread(self.nats_server.start)
+        assert url is not None
+        self.nats_url = url
+        self._nc = await nats.connect(
+            url, max_reconnect_attempts=-1, reconnect_time_wait=0.5, name=f"upstream-{self.role}"
+        )
+        self.broker = NatsBroker(url, max_reconnect_attempts=-1, reconnect_time_wait=1)
+        self.command_bus = CommandBus(self.broker)
+
+    def _ensure_read_models(self) -> None:
+        for projection in self.projections.values():
+            start = getattr(projection, "start", None)
+            if start is not None:
+                start()
+
+    async def _catch_up_all(self) -> None:
+        for projection in self.projections.values():
+            applied = await asyncio.to_thread(
+                catch_up, projection, self.app, self.settings.projection_batch_size
+            )
+            if applied:
+                log.info(
+                    "projection %s caught up %d events from the store", projection.name, applied
+                )
+
+    async def _start_write_side(self) -> None:
+        from bus.intake import register_command_handlers
+        from bus.projection_runner import ProjectionRunner
+        from bus.relay import Relay
+
+        js = self._nc.jetstream()
+        self.relay = Relay(self.app, js)
+        register_command_handlers(self.broker, self.app, self.relay.wake)
+        await self.relay.start()
+        for projection in self.projections.values():
+            runner = ProjectionRunner(
+                js, projection, self.projection_lock, self.settings.projection_batch_size
+            )
+            await runner.start()
+            self.runners[projection.name] = runner
+
+    # -- read-your-writes ---------------------------------------------------------------
+    def read_model_position(self, name: str) -> int:
+        if self.role == "api":  # another process applies events: read its checkpoint
+            return self.index.checkpoint(name)
+        return self.projections[name].position()
+
+    async def wait_for(self, position: int, timeout_s: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout_s or self.settings.wait_timeout_s)
+        while True:
+            behind = [n for n in self.projections if self.read_model_position(n) < position]
+            if not behind:
+                return
+            if time.monotonic() > deadline:
+                raise NotCaughtUp(
+                    f"read models {', '.join(behind)} have not reached position {position} yet"
+                )
+            await asyncio.sleep(0.02)
+
+    async def replay(self, name: str | None = None) -> dict[str, int]:
+        names = [name] if name else list(self.projections)
+        unknown = [n for n in names if n not in self.projections]
+        if unknown:
+            raise UnknownProjection(
+                f"no projection named {unknown[0]!r}; known: {', '.join(self.projections)}"
+            )
+        applied: dict[str, int] = {}
+        async with self.projection_lock:
+            for n in names:
+                applied[n] = await asyncio.to_thread(
+                    rebuild, self.projections[n], self.app, self.settings.projection_batch_size
+                )
+        return applied
+
+
+def build_vector_index(settings: Settings) -> QdrantVectorIndex:
+    common: dict[str, Any] = {
+        "hnsw_m": settings.qdrant_hnsw_m,
+        "hnsw_ef_construct": settings.qdrant_hnsw_ef_construct,
+    }
+    if settings.qdrant_url:
+        key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        return QdrantVectorIndex(
+            settings.qdrant_collection, url=settings.qdrant_url, api_key=key, **common
+        )
+    path: Path = settings.qdrant_path or settings.data_dir / "qdrant"
+    return QdrantVectorIndex(settings.qdrant_collection, path=path, **common)
+
+
+def bootstrap(
+    settings: Settings | None = None,
+    role: Role = "serve",
+    *,
+    embedder: Embedder | None = None,
+    index: VectorIndex | None = None,
+    app: UpstreamApplication | None = None,
+) -> Container:
+    """Build (without connecting) every part the role needs; tests pass their own pieces."""
+    settings = settings or Settings()
+    embedder = embedder or SentenceTransformerEmbedder(
+        settings.embedding_model_path, batch_size=settings.embedding_batch_size
+    )
+    index = index or build_vector_index(settings)
+    app = app or UpstreamApplication(
+        env=settings.event_store_env(), max_file_bytes=settings.max_file_bytes
+    )
+    vectors = VectorsProjection(embedder, index)
+    return Container(
+        settings=settings,
+        role=role,
+        app=app,
+        embedder=embedder,
+        index=index,
+        projections={vectors.name: vectors},
+        search=SearchService(embedder, index),
+    )

@@ -1,0 +1,86 @@
+"""All configuration, from the environment (and `.env`), validated once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Unset server URLs mean the embedded profile: nothing to configure, one process."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default=Path(".upstream"), alias="UPSTREAM_DATA_DIR")
+    host: str = Field(default="127.0.0.1", alias="UPSTREAM_HOST")
+    port: int = Field(default=8000, alias="UPSTREAM_PORT")
+    log_level: str = Field(default="INFO", alias="UPSTREAM_LOG_LEVEL")
+    max_file_bytes: int = Field(default=1_000_000, alias="UPSTREAM_MAX_FILE_BYTES", gt=0)
+    wait_timeout_s: float = Field(default=300.0, alias="UPSTREAM_WAIT_TIMEOUT", gt=0)
+
+    nats_url: str | None = Field(default=None, alias="NATS_URL")
+    nats_server_bin: str | None = Field(default=None, alias="NATS_SERVER_BIN")
+
+    persistence_module: Literal["eventsourcing.sqlite", "eventsourcing.postgres"] = Field(
+        default="eventsourcing.sqlite", alias="PERSISTENCE_MODULE"
+    )
+    postgres_dbname: str = Field(default="upstream", alias="POSTGRES_DBNAME")
+    postgres_host: str = Field(default="127.0.0.1", alias="POSTGRES_HOST")
+    postgres_port: int = Field(default=5432, alias="POSTGRES_PORT")
+    postgres_user: str = Field(default="postgres", alias="POSTGRES_USER")
+    postgres_password: SecretStr = Field(default=SecretStr(""), alias="POSTGRES_PASSWORD")
+    postgres_schema: str = Field(default="", alias="POSTGRES_SCHEMA")
+
+    qdrant_url: str | None = Field(default=None, alias="QDRANT_URL")
+    qdrant_api_key: SecretStr | None = Field(default=None, alias="QDRANT_API_KEY")
+    qdrant_path: Path | None = Field(default=None, alias="QDRANT_PATH")
+    qdrant_collection: str = Field(default="chunks", alias="QDRANT_COLLECTION")
+    qdrant_hnsw_ef_construct: int = Field(default=100, alias="QDRANT_HNSW_EF_CONSTRUCT")
+    qdrant_hnsw_m: int = Field(default=16, alias="QDRANT_HNSW_M")
+
+    redis_url: str | None = Field(default=None, alias="REDIS_URL")
+
+    embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
+    embedding_batch_size: int = Field(default=64, alias="EMBEDDING_BATCH_SIZE", gt=0)
+    projection_batch_size: int = Field(default=512, alias="PROJECTION_BATCH_SIZE", gt=0)
+
+    @field_validator("nats_url", "qdrant_url", "redis_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def profile(self) -> str:
+        servers = (
+            self.nats_url,
+            self.qdrant_url,
+            self.persistence_module != "eventsourcing.sqlite",
+        )
+        return "production" if any(servers) else "embedded"
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def event_store_env(self) -> dict[str, str]:
+        if self.persistence_module == "eventsourcing.sqlite":
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            return {
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": str(self.data_dir / "events.sqlite"),
+                "SQLITE_LOCK_TIMEOUT": "10",
+            }
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": self.postgres_dbname,
+            "POSTGRES_HOST": self.postgres_host,
+            "POSTGRES_PORT": str(self.postgres_port),
+            "POSTGRES_USER": self.postgres_user,
+            "POSTGRES_PASSWORD": self.postgres_password.get_secret_value(),
+        }
+        if self.postgres_schema:
+            env["POSTGRES_SCHEMA"] = self.postgres_schema
+        return env

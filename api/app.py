@@ -1,0 +1,41 @@
+"""The FastAPI application: thin routers over the bootstrap container."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from adapters.bootstrap import Container, Role, bootstrap
+from adapters.settings import Settings
+from api.errors import install_error_handlers
+from api.routes import health, ingest, search
+
+
+def create_app(
+    settings: Settings | None = None, role: Role = "serve", container: Container | None = None
+) -> FastAPI:
+    """Build the app; the container starts in the lifespan (nothing connects at import)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        built = container or bootstrap(settings or Settings(), role)
+        app.state.container = built
+        try:
+            await built.start()
+            yield
+        finally:
+            await built.stop()
+
+    app = FastAPI(
+        title="upstream",
+        version="0.1.0",
+        description="Answers questions about data lineage and code, with evidence.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(ingest.router)
+    app.include_router(search.router)
+    return app

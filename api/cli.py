@@ -1,0 +1,289 @@
+"""The `upstream` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from adapters.settings import Settings
+from domain.errors import UpstreamError
+
+cli = typer.Typer(
+    name="upstream",
+    help="Answers questions about data lineage and code, grounded in ingested repositories.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+ApiUrl = Annotated[
+    str | None,
+    typer.Option("--api-url", help="Service URL (default http://127.0.0.1:$UPSTREAM_PORT)"),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print raw JSON")]
+Project = Annotated[str, typer.Option("--project", "-p", help="Project id")]
+Tenant = Annotated[str, typer.Option("--tenant", help="Tenant id")]
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("httpx", "faststream", "nats", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _client(api_url: str | None) -> Any:
+    from api.client import UpstreamClient
+
+    return UpstreamClient(api_url or Settings().api_url)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+# -- serving -------------------------------------------------------------------------------
+@cli.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address")] = None,
+    port: Annotated[int | None, typer.Option(help="Port")] = None,
+) -> None:
+    """Run everything in one process on the embedded profile (or the configured servers)."""
+    _run_http("serve", host, port)
+
+
+@cli.command()
+def api(
+    host: Annotated[str | None, typer.Option(help="Bind address")] = None,
+    port: Annotated[int | None, typer.Option(help="Port")] = None,
+) -> None:
+    """Run an API replica (production profile: the workers apply commands and events)."""
+    _run_http("api", host, port)
+
+
+def _run_http(role: Any, host: str | None, port: int | None) -> None:
+    import uvicorn
+
+    from api.app import create_app
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+    app = create_app(settings, role)
+    uvicorn.run(
+        app,
+        host=host or settings.host,
+        port=port or settings.port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=10,
+    )
+
+
+@cli.command()
+def worker() -> None:
+    """Run a worker: command handlers, the relay and the projections (production profile)."""
+    from adapters.bootstrap import bootstrap
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+
+    async def run() -> None:
+        container = bootstrap(settings, "worker")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await container.start()
+        try:
+            await stop.wait()
+        finally:
+            await container.stop()
+
+    asyncio.run(run())
+
+
+# -- ingest and search ---------------------------------------------------------------------
+def _batches(files: list[Any], max_files: int = 100, max_bytes: int = 4_000_000) -> list[list[Any]]:
+    batches: list[list[Any]] = [[]]
+    size = 0
+    for f in files:
+        length = len(f.content.encode())
+        if batches[-1] and (len(batches[-1]) >= max_files or size + length > max_bytes):
+            batches.append([])
+            size = 0
+        batches[-1].append(f)
+        size += length
+    return [b for b in batches if b]
+
+
+@cli.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest")],
+    project: Project = "default",
+    tenant: Tenant = "default",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Access tag (repeatable)")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Return once searchable")] = False,
+    api_url: ApiUrl = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Ingest files and folders (text files only; binaries and vendored folders are skipped)."""
+    from commands.sources.local import LocalFile, Skipped, walk
+
+    settings = Settings()
+    files: list[LocalFile] = []
+    skipped: list[Skipped] = []
+    for root in paths:
+        if not root.exists():
+            _fail(f"{root} does not exist")
+        for item in walk(root, settings.max_file_bytes):
+            if isinstance(item, LocalFile):
+                files.append(item)
+            else:
+                skipped.append(item)
+    client = _client(api_url)
+    totals = {"files": len(files), "changed": 0, "unchanged": 0, "refused": 0, "position": 0}
+    refused: list[dict[str, Any]] = []
+    batches = _batches(files)
+    for number, batch in enumerate(batches, start=1):
+        body = {
+            "project_id": project,
+            "tenant_id": tenant,
+            "tags": tag or [],
+            "source": "cli",
+            "files": [{"path": f.path, "content": f.content} for f in batch],
+        }
+        last = number == len(batches)
+        _, reply = _call(client.post, "/api/v1/ingest", body, wait=str(wait and last).lower())
+        _tally(totals, refused, reply)
+        if not as_json:
+            typer.echo(
+                f"[{number}/{len(batches)}] {totals['changed']} changed, "
+                f"{totals['unchanged']} unchanged, {totals['refused']} refused",
+                err=True,
+            )
+    result = {
+        **totals,
+        "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
+        "refused_files": refused,
+        "waited": wait,
+    }
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for refusal in refused:
+        typer.echo(f"refused {refusal['path']}: {refusal['error']['message']}", err=True)
+    typer.echo(
+        f"ingested {totals['files']} files into project {project}: {totals['changed']} changed, "
+        f"{totals['unchanged']} unchanged, {totals['refused']} refused, {len(skipped)} skipped "
+        f"(position {totals['position']}{', searchable' if wait else ''})"
+    )
+
+
+def _tally(totals: dict[str, int], refused: list[dict[str, Any]], reply: dict[str, Any]) -> None:
+    totals["position"] = max(totals["position"], int(reply.get("position") or 0))
+    for f in reply.get("files", []):
+        if not f["accepted"]:
+            totals["refused"] += 1
+            refused.append(f)
+        elif f["changed"]:
+            totals["changed"] += 1
+        else:
+            totals["unchanged"] += 1
+
+
+def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
+    from api.client import ApiError
+
+    try:
+        return method(*args, **kwargs)
+    except (ApiError, UpstreamError) as error:
+        if isinstance(error, ApiError):
+            _fail(str(error))
+        else:
+            _fail(f"{error.message}\nhint: {error.detail_hint}")
+
+
+@cli.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for")],
+    project: Annotated[str | None, typer.Option("--project", "-p")] = None,
+    tenant: Tenant = "default",
+    top_k: Annotated[int, typer.Option("--top-k", "-k")] = 10,
+    api_url: ApiUrl = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Ranked chunks for a query (no LLM): URN, path, lines, score, snippet."""
+    body = {"query": query, "project_id": project, "tenant_id": tenant, "top_k": top_k}
+    _, reply = _call(_client(api_url).post, "/api/v1/search", body)
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2))
+        return
+    if not reply["hits"]:
+        typer.echo("no hits")
+    for rank, hit in enumerate(reply["hits"], start=1):
+        snippet = " ".join(hit["snippet"].split())[:100]
+        typer.echo(
+            f"{rank:>2}. {hit['score']:.3f}  {hit['path']}:{hit['line_start']}-"
+            f"{hit['line_end']}  {hit['urn']}\n      {snippet}"
+        )
+
+
+# -- operations ----------------------------------------------------------------------------
+@cli.command()
+def replay(
+    projection: Annotated[str | None, typer.Argument(help="Projection (default: all)")] = None,
+    api_url: ApiUrl = None,
+) -> None:
+    """Drop a read model and rebuild it from the event store (a running service or the data dir)."""
+    client = _client(api_url)
+    if client.reachable():
+        _, reply = _call(client.post, "/api/v1/replay", {"projection": projection})
+        typer.echo(
+            f"replayed {reply['replayed']} up to position {reply['position']} (live service)"
+        )
+        return
+    settings = Settings()
+    configure_logging(settings.log_level)
+    applied = asyncio.run(_offline_replay(settings, projection))
+    typer.echo(f"replayed {applied} from {settings.data_dir} (service not running)")
+
+
+async def _offline_replay(settings: Settings, projection: str | None) -> dict[str, int]:
+    from adapters.bootstrap import bootstrap
+
+    container = bootstrap(settings, "offline")
+    await container.start()
+    try:
+        return await container.replay(projection)
+    except UpstreamError as error:
+        _fail(f"{error.message}\nhint: {error.detail_hint}")
+        raise
+    finally:
+        await container.stop()
+
+
+@cli.command()
+def health(api_url: ApiUrl = None) -> None:
+    """Print the service's health report."""
+    _, reply = _call(_client(api_url).get, "/health")
+    typer.echo(json.dumps(reply, indent=2))
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    cli()
+
+
+if __name__ == "__main__":
+    main()

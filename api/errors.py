@@ -1,0 +1,67 @@
+"""The one place where errors become HTTP responses: JSON with a message a person can act on."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from adapters.qdrant_index import EmbeddingModelMismatch
+from domain import errors
+
+log = logging.getLogger(__name__)
+
+_STATUS: list[tuple[type[errors.UpstreamError], int]] = [
+    (errors.ContentTooLarge, 413),
+    (errors.BinaryContent, 415),
+    (errors.InvalidCommand, 400),
+    (errors.UnknownProjection, 404),
+    (errors.NotCaughtUp, 504),
+    (errors.ServiceUnavailable, 503),
+]
+
+
+def status_for(error: errors.UpstreamError) -> int:
+    for cls, status in _STATUS:
+        if isinstance(error, cls):
+            return status
+    return 500 if type(error) is errors.UpstreamError else 409
+
+
+def error_body(code: str, message: str, hint: str) -> dict[str, str]:
+    return {"error": code, "message": message, "hint": hint}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(errors.UpstreamError)
+    async def _upstream_error(_: Request, error: errors.UpstreamError) -> JSONResponse:
+        body = error_body(error.code, error.message, error.detail_hint)
+        return JSONResponse(body, status_code=status_for(error))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+            for e in error.errors()
+        )
+        body = error_body(
+            "invalid_request", f"invalid request: {problems}", "See the API reference at /docs."
+        )
+        return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(EmbeddingModelMismatch)
+    async def _model_mismatch(_: Request, error: EmbeddingModelMismatch) -> JSONResponse:
+        body = error_body("embedding_model_mismatch", str(error), "Rebuild the read model.")
+        return JSONResponse(body, status_code=409)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, error: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        body = error_body(
+            "internal_error",
+            f"internal error: {type(error).__name__}",
+            "Nothing you sent was lost; check the server log and retry.",
+        )
+        return JSONResponse(body, status_code=500)

@@ -1,0 +1,56 @@
+"""Search: ranked chunks for a query, without an LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from api.deps import ContainerDep
+
+router = APIRouter(prefix="/api/v1", tags=["search"])
+
+
+class SearchRequest(BaseModel):
+    query: str = Field(min_length=1, max_length=4000)
+    project_id: str | None = None
+    tenant_id: str = "default"
+    top_k: int = Field(default=10, ge=1, le=100)
+
+
+class Hit(BaseModel):
+    urn: str
+    file_urn: str
+    path: str
+    project_id: str
+    line_start: int
+    line_end: int
+    chunk_type: str
+    score: float
+    snippet: str
+
+
+class SearchResponse(BaseModel):
+    query: str
+    hits: list[Hit]
+    took_ms: float
+
+
+@router.post("/search", response_model=SearchResponse)
+async def search(body: SearchRequest, container: ContainerDep) -> SearchResponse:
+    """Ranked chunks (URN, path, lines, score, snippet) for a query."""
+    started = time.perf_counter()
+    hits = await asyncio.to_thread(
+        container.search.search,
+        body.query,
+        project_id=body.project_id,
+        tenant_id=body.tenant_id,
+        top_k=body.top_k,
+    )
+    return SearchResponse(
+        query=body.query,
+        hits=[Hit.model_validate(h.to_dict()) for h in hits],
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )

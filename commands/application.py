@@ -1,0 +1,110 @@
+"""The write side: one eventsourcing Application whose notification log is the total order."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from eventsourcing.application import Application
+from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.persistence import IntegrityError, Notification
+
+from commands.models import CommandResult, IngestFile
+from domain.envelope import EventEnvelope, snake_case
+from domain.ingestion import DEFAULT_MAX_FILE_BYTES, FileToIngest, SourceFile, ingest
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "upstream"
+_BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_topic"}
+
+
+class UpstreamApplication(Application[Any]):
+    """Command handlers: load aggregates, decide, save; the store assigns each event a position."""
+
+    name = APP_NAME
+    max_file_bytes = DEFAULT_MAX_FILE_BYTES
+
+    def __init__(self, env: Mapping[str, str] | None = None, max_file_bytes: int | None = None):
+        super().__init__(env=env)
+        if max_file_bytes is not None:
+            self.max_file_bytes = max_file_bytes
+
+    # -- commands ---------------------------------------------------------------------------
+    def ingest_file(self, command: IngestFile) -> CommandResult:
+        request = FileToIngest.validated(
+            tenant_id=command.tenant_id,
+            project_id=command.project_id,
+            path=command.path,
+            content=command.content,
+            source=command.source,
+            tags=command.tags,
+            max_bytes=self.max_file_bytes,
+        )
+        aggregate_id = SourceFile.create_id(request.tenant_id, request.project_id, request.path)
+        for attempt in range(3):
+            try:
+                return self._ingest_once(aggregate_id, request)
+            except IntegrityError:  # another handler saved this file first: decide again
+                log.info("concurrent write to %s, retrying (%d)", request.path, attempt + 1)
+        return self._ingest_once(aggregate_id, request)
+
+    def _ingest_once(self, aggregate_id: Any, request: FileToIngest) -> CommandResult:
+        existing = self._get_or_none(aggregate_id)
+        changed = ingest(existing, request)
+        if changed is None:
+            return CommandResult(
+                accepted=True, aggregate_id=str(aggregate_id), position=self.max_position()
+            )
+        recordings = self.save(changed)
+        position = max(r.notification.id for r in recordings)
+        return CommandResult(
+            accepted=True, aggregate_id=str(aggregate_id), position=position, changed=True
+        )
+
+    def _get_or_none(self, aggregate_id: Any) -> SourceFile | None:
+        if aggregate_id not in self.repository:
+            return None
+        aggregate: SourceFile = self.repository.get(aggregate_id)
+        return aggregate
+
+    # -- the notification log, as envelopes -----------------------------------------------
+    def max_position(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+    def read(self, after: int, limit: int) -> list[EventEnvelope]:
+        notifications = self.recorder.select_notifications(
+            start=after, limit=limit, inclusive_of_start=False
+        )
+        return [self.to_envelope(n) for n in notifications]
+
+    def to_envelope(self, notification: Notification) -> EventEnvelope:
+        domain_event = self.mapper.to_domain_event(notification)
+        return envelope_for(domain_event, notification.id, self.name)
+
+
+def envelope_for(domain_event: DomainEventProtocol[Any], position: int, app: str) -> EventEnvelope:
+    event_class = type(domain_event)
+    aggregate_name = event_class.__qualname__.split(".")[0]
+    payload = {k: v for k, v in vars(domain_event).items() if k not in _BASE_FIELDS}
+    return EventEnvelope(
+        position=position,
+        app=app,
+        aggregate=snake_case(aggregate_name),
+        aggregate_id=str(domain_event.originator_id),
+        aggregate_version=int(domain_event.originator_version),
+        event_type=event_class.__name__,
+        timestamp=getattr(domain_event, "timestamp").isoformat(),  # noqa: B009
+        payload=_jsonable(payload),
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)

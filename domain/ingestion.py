@@ -1,0 +1,143 @@
+"""Source files: the aggregate that records what was ingested, and the rules for ingesting."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.chunking import chunk_lines
+from domain.errors import BinaryContent, ContentTooLarge, EmptyPath, InvalidPath
+from domain.urn import Urn, validate_project_id
+
+_NAMESPACE = UUID("6f1c7d2e-3b4a-4c5d-9e8f-0a1b2c3d4e5f")
+DEFAULT_MAX_FILE_BYTES = 1_000_000
+
+
+def normalise_path(path: str) -> str:
+    """A repository-relative POSIX path; refuses empty paths and '..' escapes."""
+    cleaned = path.strip().replace("\\", "/")
+    if not cleaned:
+        raise EmptyPath("the file path is empty")
+    parts = [p for p in PurePosixPath(cleaned).parts if p not in ("/", ".")]
+    if not parts:
+        raise EmptyPath(f"the file path {path!r} names no file")
+    if ".." in parts:
+        raise InvalidPath(f"the file path {path!r} leaves the repository ('..')")
+    return "/".join(parts)
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def check_content(path: str, content: str, max_bytes: int) -> None:
+    size = len(content.encode())
+    if size > max_bytes:
+        raise ContentTooLarge(f"{path} is {size} bytes; the limit is {max_bytes} bytes")
+    if "\x00" in content:
+        raise BinaryContent(f"{path} looks binary (it contains NUL bytes)")
+
+
+@dataclass(frozen=True, slots=True)
+class FileToIngest:
+    """A validated request to ingest one file's content."""
+
+    tenant_id: str
+    project_id: str
+    path: str
+    content: str
+    source: str
+    tags: tuple[str, ...]
+
+    @classmethod
+    def validated(
+        cls,
+        *,
+        tenant_id: str,
+        project_id: str,
+        path: str,
+        content: str,
+        source: str,
+        tags: tuple[str, ...] | list[str],
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> FileToIngest:
+        clean_path = normalise_path(path)
+        check_content(clean_path, content, max_bytes)
+        return cls(
+            tenant_id=tenant_id or "default",
+            project_id=validate_project_id(project_id),
+            path=clean_path,
+            content=content,
+            source=source or "upload",
+            tags=tuple(sorted(set(tags))),
+        )
+
+    @property
+    def file_urn(self) -> str:
+        return str(Urn.for_file(self.project_id, self.path))
+
+
+class SourceFile(Aggregate):
+    """One file of a project and tenant, as last ingested."""
+
+    @staticmethod
+    def create_id(tenant_id: str, project_id: str, path: str) -> UUID:
+        return uuid5(_NAMESPACE, f"{tenant_id}/{project_id}/{path}")
+
+    @event("Registered")
+    def __init__(self, tenant_id: str, project_id: str, path: str) -> None:
+        self.tenant_id = tenant_id
+        self.project_id = project_id
+        self.path = path
+        self.content_hash = ""
+
+    @event("FileIngested")
+    def record_ingest(
+        self, content_hash: str, size: int, source: str, tags: list[str], file_urn: str
+    ) -> None:
+        self.content_hash = content_hash
+
+    @event("FileChunked")
+    def record_chunks(
+        self,
+        tenant_id: str,
+        project_id: str,
+        path: str,
+        file_urn: str,
+        tags: list[str],
+        content_hash: str,
+        chunks: list[dict[str, Any]],
+    ) -> None:
+        pass
+
+
+def ingest(existing: SourceFile | None, request: FileToIngest) -> SourceFile | None:
+    """Decide what ingesting `request` records: None when the content is unchanged."""
+    digest = content_hash(request.content)
+    if existing is not None and existing.content_hash == digest:
+        return None
+    source_file = existing or SourceFile(request.tenant_id, request.project_id, request.path)
+    tags = list(request.tags)
+    source_file.record_ingest(
+        content_hash=digest,
+        size=len(request.content.encode()),
+        source=request.source,
+        tags=tags,
+        file_urn=request.file_urn,
+    )
+    chunks = [c.to_dict() for c in chunk_lines(request.path, request.content)]
+    source_file.record_chunks(
+        tenant_id=request.tenant_id,
+        project_id=request.project_id,
+        path=request.path,
+        file_urn=request.file_urn,
+        tags=tags,
+        content_hash=digest,
+        chunks=chunks,
+    )
+    return source_file

@@ -1,0 +1,106 @@
+"""Protocols for every outside system the domain and the read side depend on.
+
+Adapters in `adapters/` implement them; contract suites in `tests/contract/` run against the
+in-memory fakes and every real adapter alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from domain.envelope import EventEnvelope
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of a fixed dimension, in input order."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def warm_up(self) -> None:
+        """Load the model; called once at start-up, never at import."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VectorPoint:
+    """One vector with its id and payload, as stored in a vector index."""
+
+    id: str
+    vector: list[float]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """The chunk vectors read model, with its projection checkpoint stored beside it."""
+
+    def ensure(self, dimension: int, model_name: str) -> None:
+        """Create the collection if it is missing; refuse a dimension or model mismatch."""
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None: ...
+
+    def delete_where(self, field_name: str, value: str, keep_ids: Sequence[str] = ()) -> None:
+        """Delete the points whose payload `field_name` equals `value`, except `keep_ids`."""
+
+    def search(
+        self, vector: Sequence[float], limit: int, filters: dict[str, str] | None = None
+    ) -> list[VectorHit]: ...
+
+    def count(self) -> int: ...
+
+    def dump(self) -> list[VectorPoint]:
+        """Every point, sorted by id (for comparing a rebuilt read model with a live one)."""
+
+    def drop(self) -> None:
+        """Remove every point and the checkpoint (before a rebuild)."""
+
+    def checkpoint(self, name: str) -> int:
+        """The last applied event position of projection `name` (0 when none)."""
+
+    def save_checkpoint(self, name: str, position: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Projection(Protocol):
+    """A read model fed by events, in position order, skipping what it has already applied."""
+
+    name: str
+
+    def position(self) -> int:
+        """The last event position applied to the read model."""
+
+    def process(self, envelopes: Sequence[EventEnvelope]) -> None:
+        """Apply `envelopes` (in order) and record the last position with the read model.
+
+        Envelopes at or below `position()` are skipped. On failure raise: the runtime retries
+        the same envelopes and never skips one.
+        """
+
+    def reset(self) -> None:
+        """Drop the read model and its checkpoint, ready for a rebuild from position 0."""
+
+
+@runtime_checkable
+class EventLog(Protocol):
+    """Reads the event store's total order (the notification log)."""
+
+    def read(self, after: int, limit: int) -> list[EventEnvelope]: ...
+
+    def max_position(self) -> int: ...

@@ -1,0 +1,127 @@
+"""The vectors projection: embeds the chunks of `FileChunked` events into the vector index."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from domain.envelope import EventEnvelope
+from domain.ports import Embedder, VectorIndex, VectorPoint
+from domain.urn import Urn
+
+log = logging.getLogger(__name__)
+
+_POINT_NS = uuid.UUID("9a7b6c5d-4e3f-4a1b-8c2d-3e4f5a6b7c8d")
+
+
+def point_id(tenant_id: str, chunk_urn: str) -> str:
+    """Deterministic: the same chunk of the same tenant always has the same point id."""
+    return str(uuid.uuid5(_POINT_NS, f"{tenant_id}|{chunk_urn}"))
+
+
+def embedding_text(path: str, text: str) -> str:
+    """What is embedded: the path gives the model the file's name as context."""
+    return f"{path}\n{text}"
+
+
+@dataclass(frozen=True, slots=True)
+class _FileChunks:
+    envelope: EventEnvelope
+    points: list[tuple[str, str, dict[str, Any]]]  # (point id, text to embed, payload)
+
+
+class VectorsProjection:
+    """Read model `vectors`: one Qdrant point per chunk, replaced when its file changes."""
+
+    name = "vectors"
+
+    def __init__(self, embedder: Embedder, index: VectorIndex) -> None:
+        self.embedder = embedder
+        self.index = index
+        self._position: int | None = None
+        self.embedded_texts = 0
+
+    def start(self) -> None:
+        self.index.ensure(self.embedder.dimension, self.embedder.model_name)
+
+    def position(self) -> int:
+        if self._position is None:
+            self._position = self.index.checkpoint(self.name)
+        return self._position
+
+    def process(self, envelopes: Sequence[EventEnvelope]) -> None:
+        fresh = [e for e in envelopes if e.position > self.position()]
+        if not fresh:
+            return
+        files = [_points_for(e) for e in fresh if e.event_type == "FileChunked"]
+        vectors = self._embed([text for f in files for _, text, _ in f.points])
+        offset = 0
+        for file_chunks in files:
+            count = len(file_chunks.points)
+            self._replace_file(file_chunks, vectors[offset : offset + count])
+            offset += count
+        last = fresh[-1].position
+        self.index.save_checkpoint(self.name, last)
+        self._position = last
+
+    def reset(self) -> None:
+        self.index.drop()
+        self._position = 0
+        self.start()
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        # Sorting by length keeps padding low inside each model batch; restore order after.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = self.embedder.embed([texts[i] for i in order])
+        result: list[list[float]] = [[] for _ in texts]
+        for slot, i in enumerate(order):
+            result[i] = vectors[slot]
+        self.embedded_texts += len(texts)
+        return result
+
+    def _replace_file(self, file_chunks: _FileChunks, vectors: list[list[float]]) -> None:
+        points = [
+            VectorPoint(pid, vector, payload)
+            for (pid, _, payload), vector in zip(file_chunks.points, vectors, strict=True)
+        ]
+        payload = file_chunks.envelope.payload
+        self.index.upsert(points)
+        # Chunks of an earlier version that the new one no longer has.
+        self.index.delete_where(
+            "file_key", _file_key(payload["tenant_id"], payload["file_urn"]), [p.id for p in points]
+        )
+
+
+def _file_key(tenant_id: str, file_urn: str) -> str:
+    return f"{tenant_id}|{file_urn}"
+
+
+def _points_for(envelope: EventEnvelope) -> _FileChunks:
+    p = envelope.payload
+    points = []
+    for chunk in p["chunks"]:
+        urn = str(Urn.for_chunk(p["project_id"], p["path"], int(chunk["index"])))
+        payload = {
+            "urn": urn,
+            "file_urn": p["file_urn"],
+            "file_key": _file_key(p["tenant_id"], p["file_urn"]),
+            "project_id": p["project_id"],
+            "tenant_id": p["tenant_id"],
+            "tags": list(p["tags"]),
+            "path": p["path"],
+            "line_start": chunk["line_start"],
+            "line_end": chunk["line_end"],
+            "chunk_type": chunk["chunk_type"],
+            "chunk_index": chunk["index"],
+            "text": chunk["text"],
+            "content_hash": p["content_hash"],
+            "position": envelope.position,
+        }
+        text = embedding_text(p["path"], chunk["text"])
+        points.append((point_id(p["tenant_id"], urn), text, payload))
+    return _FileChunks(envelope, points)
