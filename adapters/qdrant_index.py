@@ -76,6 +76,9 @@ class QdrantVectorIndex:
                 hnsw_config=self._hnsw,
                 metadata={"embedding_model": model_name, "dimension": dimension},
             )
+            if self._url is None:  # local mode has no payload indexes: it scans
+                log.info("created collection %s (%s, %d-d)", self.collection, model_name, dimension)
+                return
             for field_name in (
                 "project_id",
                 "tenant_id",

@@ -65,10 +65,11 @@ class EmbeddedNatsServer:
             raise NatsServerError("the embedded nats-server is not running")
         return f"nats://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> str:
+    def start(self, timeout: float = 10.0, port: int | None = None) -> str:
+        """Start on `port` (a restart passes the old one), else on a free port."""
         binary = find_nats_server(self.binary)
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = port or free_port()
         config = self.store_dir / "nats.conf"
         config.write_text(
             f'listen: "127.0.0.1:{self.port}"\n'

@@ -1,0 +1,1 @@
+"""Benchmarks and operational checks behind `upstream bench ...`."""
