@@ -141,13 +141,20 @@ class Container:
             self.nats_server = EmbeddedNatsServer(
                 self.settings.data_dir / "nats", self.settings.nats_server_bin
             )
-            url = await asyncio.to_thread(self.nats_server.start)
+            # Started from the loop thread: PR_SET_PDEATHSIG follows the thread that forks.
+            url = self.nats_server.start()
         assert url is not None
         self.nats_url = url
         self._nc = await nats.connect(
             url, max_reconnect_attempts=-1, reconnect_time_wait=0.5, name=f"upstream-{self.role}"
         )
-        self.broker = NatsBroker(url, max_reconnect_attempts=-1, reconnect_time_wait=1)
+        self.broker = NatsBroker(
+            url,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            log_level=logging.DEBUG,  # one line per command is too much at INFO
+            name=f"upstream-{self.role}-commands",
+        )
         self.command_bus = CommandBus(self.broker)
 
     def _ensure_read_models(self) -> None:

@@ -279,6 +279,46 @@ def health(api_url: ApiUrl = None) -> None:
     typer.echo(json.dumps(reply, indent=2))
 
 
+bench_cli = typer.Typer(help="Benchmarks and operational checks; reports go to docs/benchmarks/.")
+cli.add_typer(bench_cli, name="bench")
+ReportDir = Annotated[Path, typer.Option("--out", help="Report folder")]
+
+
+@bench_cli.command("ingest")
+def bench_ingest(
+    files: Annotated[int, typer.Option(help="Files in the synthetic repository")] = 200,
+    out: ReportDir = Path("docs/benchmarks"),
+) -> None:
+    """End-to-end ingest throughput next to raw SentenceTransformer.encode, in one run."""
+    from dataclasses import asdict
+
+    from bench.ingest import run_ingest_bench, write_report
+
+    configure_logging("WARNING")
+    result = run_ingest_bench(files)
+    typer.echo(json.dumps(asdict(result), indent=2))
+    typer.echo(f"report: {write_report(result, out)}")
+
+
+@bench_cli.command("crash")
+def bench_crash(
+    files: Annotated[int, typer.Option(help="Files to ingest")] = 200,
+    kill_after: Annotated[float, typer.Option(help="Fraction sent before SIGKILL")] = 0.4,
+) -> None:
+    """SIGKILL `upstream serve` mid-ingest, restart, re-ingest; check exactly-once and replay."""
+    import tempfile
+    from dataclasses import asdict
+
+    from bench.crash import run_crash_check
+
+    configure_logging("WARNING")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = run_crash_check(Path(tmp), files, kill_after)
+    typer.echo(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -74,6 +74,7 @@ class EmbeddedNatsServer:
         config.write_text(
             f'listen: "127.0.0.1:{self.port}"\n'
             f"max_payload: {MAX_PAYLOAD_BYTES}\n"
+            f'pid_file: "{self.store_dir / "nats-server.pid"}"\n'
             f'jetstream {{ store_dir: "{self.store_dir}" }}\n'
         )
         log_file = (self.store_dir / "nats-server.log").open("ab")

@@ -12,10 +12,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from adapters.memory import HashingEmbedder, InMemoryVectorIndex  # noqa: E402
-from adapters.settings import Settings  # noqa: E402
-from bus.nats_server import EmbeddedNatsServer  # noqa: E402
-from commands.application import UpstreamApplication  # noqa: E402
+from adapters.memory import HashingEmbedder, InMemoryVectorIndex
+from adapters.settings import Settings
+from bus.nats_server import EmbeddedNatsServer
+from commands.application import UpstreamApplication
 
 POSTGRES_DSN = os.environ.get("UPSTREAM_TEST_POSTGRES", "host=127.0.0.1 port=5432 dbname=test")
 

@@ -13,9 +13,7 @@ _SENTENCE_TRANSFORMER = SentenceTransformerEmbedder()  # loads lazily, once per 
 
 ADAPTERS = [
     pytest.param(lambda: HashingEmbedder(), id="hashing", marks=pytest.mark.unit),
-    pytest.param(
-        lambda: _SENTENCE_TRANSFORMER, id="minilm", marks=[pytest.mark.integration]
-    ),
+    pytest.param(lambda: _SENTENCE_TRANSFORMER, id="minilm", marks=[pytest.mark.integration]),
 ]
 
 

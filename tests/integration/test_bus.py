@@ -49,8 +49,8 @@ def _ingest(app: UpstreamApplication, n: int, start: int = 0) -> None:
         app.ingest_file(IngestFile(path=f"f{i}.sql", content=f"select {i} from t{i}"))
 
 
-async def _eventually(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
+async def _eventually(predicate, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
@@ -121,7 +121,9 @@ async def test_relay_resumes_after_its_saved_position(nats_server, sqlite_app):
     await nc.close()
 
 
-async def test_projection_applies_in_order_and_ignores_duplicate_deliveries(nats_server, sqlite_app):
+async def test_projection_applies_in_order_and_ignores_duplicate_deliveries(
+    nats_server, sqlite_app
+):
     _ingest(sqlite_app, 20)
     nc = await nats.connect(nats_server.url)
     js = nc.jetstream()
@@ -182,7 +184,7 @@ async def test_relay_and_projection_survive_a_nats_restart(nats_server, sqlite_a
     await asyncio.sleep(1.0)
     nats_server.start(port=port)
 
-    await _eventually(lambda: projection.position() == 18, timeout=60)
+    await _eventually(lambda: projection.position() == 18, within=60)
     assert projection.applied == list(range(1, 19))
     await runner.stop()
     await relay.stop()

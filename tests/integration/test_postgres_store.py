@@ -28,11 +28,17 @@ def test_ingest_records_events_in_postgres_and_skips_unchanged(pg_app, postgres_
     again = pg_app.ingest_file(IngestFile(path="a.sql", content="select 1", project_id="p"))
 
     assert first.changed and not again.changed
-    assert [e.event_type for e in pg_app.read(0, 10)] == ["Registered", "FileIngested", "FileChunked"]
+    assert [e.event_type for e in pg_app.read(0, 10)] == [
+        "Registered",
+        "FileIngested",
+        "FileChunked",
+    ]
 
     reopened = UpstreamApplication(env=postgres_schema)  # another process, same store
     assert reopened.max_position() == first.position
-    assert not reopened.ingest_file(IngestFile(path="a.sql", content="select 1", project_id="p")).changed
+    assert not reopened.ingest_file(
+        IngestFile(path="a.sql", content="select 1", project_id="p")
+    ).changed
     reopened.close()
 
 

@@ -23,11 +23,13 @@ def service(tmp_path):
 
 
 def _files(n: int, prefix: str = "models/m") -> list[dict[str, str]]:
-    return [{"path": f"{prefix}{i}.sql", "content": f"select col_{i} from table_{i}"} for i in range(n)]
+    return [
+        {"path": f"{prefix}{i}.sql", "content": f"select col_{i} from table_{i}"} for i in range(n)
+    ]
 
 
 def test_ingest_with_wait_is_searchable_at_once_and_health_shows_no_lag(service):
-    files = _files(30) + [{"path": "docs/x.md", "content": "the purple elephant ledger"}]
+    files = [*_files(30), {"path": "docs/x.md", "content": "the purple elephant ledger"}]
     reply = service.post("/api/v1/ingest?wait=true", json={"project_id": "demo", "files": files})
     assert reply.status_code == 200, reply.text
     body = reply.json()

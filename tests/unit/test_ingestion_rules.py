@@ -48,7 +48,9 @@ def test_changed_content_records_a_new_version(memory_app: UpstreamApplication):
 def test_same_path_in_two_projects_or_tenants_are_two_files(memory_app: UpstreamApplication):
     a = memory_app.ingest_file(IngestFile(path="a.sql", content="x", project_id="p1"))
     b = memory_app.ingest_file(IngestFile(path="a.sql", content="x", project_id="p2"))
-    c = memory_app.ingest_file(IngestFile(path="a.sql", content="x", project_id="p1", tenant_id="t"))
+    c = memory_app.ingest_file(
+        IngestFile(path="a.sql", content="x", project_id="p1", tenant_id="t")
+    )
 
     assert len({a.aggregate_id, b.aggregate_id, c.aggregate_id}) == 3
 
