@@ -11,6 +11,7 @@ from adapters.bootstrap import Container, Role, bootstrap
 from adapters.settings import Settings
 from api.errors import install_error_handlers
 from api.routes import health, ingest, search
+from queries.metrics import Metrics
 
 
 def create_app(
@@ -22,6 +23,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         built = container or bootstrap(settings or Settings(), role)
         app.state.container = built
+        app.state.metrics = Metrics(built)
         try:
             await built.start()
             yield

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from api.deps import ContainerDep
@@ -21,6 +23,21 @@ async def health(container: ContainerDep, response: Response) -> dict[str, Any]:
     if report["status"] == DOWN:
         response.status_code = 503
     return report
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
+async def metrics(request: Request) -> PlainTextResponse:
+    """Prometheus text format."""
+    body = await asyncio.to_thread(request.app.state.metrics.render)
+    return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/asyncapi")
+async def asyncapi() -> Response:
+    """The bus contract (subjects and payload schemas) as AsyncAPI 3.0 JSON."""
+    from bus.asyncapi import asyncapi_json
+
+    return Response(asyncapi_json(), media_type="application/json")
 
 
 class ReplayRequest(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from api.deps import ContainerDep
@@ -39,16 +39,17 @@ class SearchResponse(BaseModel):
 
 
 @router.post("/search", response_model=SearchResponse)
-async def search(body: SearchRequest, container: ContainerDep) -> SearchResponse:
+async def search(body: SearchRequest, container: ContainerDep, request: Request) -> SearchResponse:
     """Ranked chunks (URN, path, lines, score, snippet) for a query."""
     started = time.perf_counter()
-    hits = await asyncio.to_thread(
-        container.search.search,
-        body.query,
-        project_id=body.project_id,
-        tenant_id=body.tenant_id,
-        top_k=body.top_k,
-    )
+    with request.app.state.metrics.search_seconds.time():
+        hits = await asyncio.to_thread(
+            container.search.search,
+            body.query,
+            project_id=body.project_id,
+            tenant_id=body.tenant_id,
+            top_k=body.top_k,
+        )
     return SearchResponse(
         query=body.query,
         hits=[Hit.model_validate(h.to_dict()) for h in hits],

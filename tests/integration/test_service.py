@@ -100,3 +100,16 @@ def test_tenants_see_only_their_own_chunks(service):
         service.post("/api/v1/ingest?wait=true", json=body)
     hits = service.post("/api/v1/search", json={"query": "secret", "tenant_id": "acme"}).json()
     assert [h["snippet"] for h in hits["hits"]] == ["acme secret"]
+
+
+def test_metrics_are_prometheus_text_with_lag_and_progress(service):
+    service.post("/api/v1/ingest?wait=true", json={"files": _files(3)})
+    service.post("/api/v1/search", json={"query": "col_1"})
+    reply = service.get("/metrics")
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/plain")
+    text = reply.text
+    assert "upstream_event_store_position 9.0" in text
+    assert 'upstream_projection_lag_events{projection="vectors"} 0.0' in text
+    assert 'upstream_projection_applied_total{projection="vectors"}' in text
+    assert "upstream_relay_published_total 9.0" in text
+    assert "upstream_search_seconds_count 1.0" in text
