@@ -273,10 +273,55 @@ async def _offline_replay(settings: Settings, projection: str | None) -> dict[st
 
 
 @cli.command()
+def asyncapi() -> None:
+    """Print the bus contract (cmd.* and events.* subjects, payload schemas) as AsyncAPI JSON."""
+    from bus.asyncapi import asyncapi_json
+
+    typer.echo(asyncapi_json())
+
+
+@cli.command()
 def health(api_url: ApiUrl = None) -> None:
     """Print the service's health report."""
     _, reply = _call(_client(api_url).get, "/health")
     typer.echo(json.dumps(reply, indent=2))
+
+
+lineage_cli = typer.Typer(help="Lineage: extract from SQL (no server), or query the graph.")
+cli.add_typer(lineage_cli, name="lineage")
+
+
+@lineage_cli.command("extract")
+def lineage_extract(
+    file: Annotated[str, typer.Argument(help="SQL file, or - for standard input")] = "-",
+    dialect: Annotated[str | None, typer.Option(help="SQL dialect (default: ansi)")] = None,
+    jsonl: Annotated[
+        str | None,
+        typer.Option("--jsonl", help='File (or -) of {"sql":..., "dialect":...} lines'),
+    ] = None,
+) -> None:
+    """Print {"sources", "targets", "columns"} for one SQL text; no server needed."""
+    from domain.lineage import UnknownDialect
+    from queries.lineage_extract import extract_jsonl, extract_one
+
+    if jsonl is not None:
+        stream = sys.stdin if jsonl == "-" else _open_or_fail(jsonl)
+        for line in extract_jsonl(stream, dialect):
+            typer.echo(line)
+        return
+    text = sys.stdin.read() if file == "-" else _open_or_fail(file).read()
+    try:
+        typer.echo(json.dumps(extract_one(text, dialect), indent=2))
+    except UnknownDialect as error:
+        _fail(str(error), 2)
+
+
+def _open_or_fail(path: str) -> Any:
+    try:
+        return Path(path).open(encoding="utf-8")
+    except OSError as error:
+        _fail(f"cannot read {path}: {error.strerror}", 2)
+        raise
 
 
 bench_cli = typer.Typer(help="Benchmarks and operational checks; reports go to docs/benchmarks/.")
