@@ -19,6 +19,10 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, alias="UPSTREAM_PORT")
     log_level: str = Field(default="INFO", alias="UPSTREAM_LOG_LEVEL")
     max_file_bytes: int = Field(default=1_000_000, alias="UPSTREAM_MAX_FILE_BYTES", gt=0)
+    git_allow_local: bool = Field(default=False, alias="UPSTREAM_GIT_ALLOW_LOCAL")
+    git_timeout_s: float = Field(default=300.0, alias="UPSTREAM_GIT_TIMEOUT", gt=0)
+    max_upload_bytes: int = Field(default=100_000_000, alias="UPSTREAM_MAX_UPLOAD_BYTES", gt=0)
+    max_archive_files: int = Field(default=20_000, alias="UPSTREAM_MAX_ARCHIVE_FILES", gt=0)
     wait_timeout_s: float = Field(default=300.0, alias="UPSTREAM_WAIT_TIMEOUT", gt=0)
 
     nats_url: str | None = Field(default=None, alias="NATS_URL")

@@ -64,7 +64,8 @@ def envelope_schema(name: str, payload: type[BaseModel]) -> type[BaseModel]:
     }
     from pydantic import create_model
 
-    return create_model(name, **fields)  # type: ignore[no-any-return, call-overload]
+    model: type[BaseModel] = create_model(name, **fields)
+    return model
 
 
 EVENT_SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {

@@ -10,9 +10,15 @@ from typing import Any
 from faststream.nats import NatsBroker
 from pydantic import ValidationError
 
-from bus.subjects import CMD_INGEST_FILE, COMMAND_QUEUE
+from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT, COMMAND_QUEUE
 from commands.application import UpstreamApplication
-from commands.models import CommandResult, IngestFile
+from commands.models import (
+    Command,
+    CommandResult,
+    DeleteFile,
+    IngestFile,
+    RecordRepositorySnapshot,
+)
 from domain.errors import InvalidCommand, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -29,19 +35,40 @@ def register_command_handlers(
     broker: NatsBroker, app: UpstreamApplication, on_recorded: Callable[[], None]
 ) -> None:
     """Subscribe the write side's handlers; `on_recorded` wakes the relay after a write."""
+    routes: list[tuple[str, type[Command], Callable[[Any], CommandResult], str]] = [
+        (CMD_INGEST_FILE, IngestFile, app.ingest_file, "IngestFile: record a file's content."),
+        (CMD_DELETE_FILE, DeleteFile, app.delete_file, "DeleteFile: retract a file."),
+        (
+            CMD_RECORD_SNAPSHOT,
+            RecordRepositorySnapshot,
+            app.record_repository_snapshot,
+            "RecordRepositorySnapshot: the files a source holds; the others are deleted.",
+        ),
+    ]
+    for subject, model, method, description in routes:
+        _subscribe(broker, subject, model, method, description, on_recorded)
 
+
+def _subscribe(
+    broker: NatsBroker,
+    subject: str,
+    model: type[Command],
+    method: Callable[[Any], CommandResult],
+    description: str,
+    on_recorded: Callable[[], None],
+) -> None:
     @broker.subscriber(
-        CMD_INGEST_FILE,
+        subject,
         queue=COMMAND_QUEUE,
-        title="cmd.ingest_file",
-        description="IngestFile: record a file's content. Replies with a CommandResult.",
+        title=subject,
+        description=description + " Replies with a CommandResult.",
     )
-    async def ingest_file(body: dict[str, Any]) -> dict[str, Any]:
+    async def handler(body: dict[str, Any]) -> dict[str, Any]:
         try:
-            command = IngestFile.model_validate(body)
+            command = model.model_validate(body)
         except ValidationError as error:
             return invalid_payload(error).as_dict()
-        result = await handle(app.ingest_file, command)
+        result = await handle(method, command)
         if result.changed:
             on_recorded()
         return result.as_dict()

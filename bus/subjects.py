@@ -8,6 +8,8 @@ RELAY_BUCKET = "upstream_relay"
 COMMAND_QUEUE = "upstream-commands"
 
 CMD_INGEST_FILE = "cmd.ingest_file"
+CMD_DELETE_FILE = "cmd.delete_file"
+CMD_RECORD_SNAPSHOT = "cmd.record_repository_snapshot"
 
 
 def consumer_name(projection: str) -> str:

@@ -10,9 +10,17 @@ from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import IntegrityError, Notification
 
-from commands.models import CommandResult, IngestFile
+from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
 from domain.envelope import EventEnvelope, snake_case
-from domain.ingestion import DEFAULT_MAX_FILE_BYTES, FileToIngest, SourceFile, ingest
+from domain.ingestion import (
+    DEFAULT_MAX_FILE_BYTES,
+    FileToIngest,
+    SourceFile,
+    ingest,
+    normalise_path,
+)
+from domain.repository import Repository
+from domain.urn import validate_project_id
 
 log = logging.getLogger(__name__)
 
@@ -57,17 +65,66 @@ class UpstreamApplication(Application[Any]):
             return CommandResult(
                 accepted=True, aggregate_id=str(aggregate_id), position=self.max_position()
             )
-        recordings = self.save(changed)
+        return self._saved(aggregate_id, changed)
+
+    def delete_file(self, command: DeleteFile) -> CommandResult:
+        path = normalise_path(command.path)
+        validate_project_id(command.project_id)
+        aggregate_id = SourceFile.create_id(command.tenant_id, command.project_id, path)
+        source_file = self._get_or_none(aggregate_id)
+        if source_file is None or not source_file.present:
+            return CommandResult(
+                accepted=True, aggregate_id=str(aggregate_id), position=self.max_position()
+            )
+        source_file.remove(command.reason)
+        return self._saved(aggregate_id, source_file)
+
+    def record_repository_snapshot(self, command: RecordRepositorySnapshot) -> CommandResult:
+        """Record the snapshot and delete, in the same transaction, the files no longer there."""
+        validate_project_id(command.project_id)
+        paths = sorted({normalise_path(p) for p in command.paths})
+        aggregate_id = Repository.create_id(command.tenant_id, command.project_id, command.source)
+        repository = self._get_or_none(aggregate_id) or Repository(
+            command.tenant_id, command.project_id, command.source
+        )
+        removed = repository.removed_since_last(paths)
+        deleted = [self._remove_file(command.tenant_id, command.project_id, p) for p in removed]
+        repository.record_snapshot(
+            ref=command.ref,
+            commit=command.commit,
+            paths=paths,
+            changed=command.changed,
+            deleted=removed,
+        )
+        recordings = self.save(repository, *[d for d in deleted if d is not None])
+        return CommandResult(
+            accepted=True,
+            aggregate_id=str(aggregate_id),
+            position=max(r.notification.id for r in recordings),
+            changed=True,
+            deleted=tuple(removed),
+        )
+
+    def _remove_file(self, tenant_id: str, project_id: str, path: str) -> SourceFile | None:
+        source_file: SourceFile | None = self._get_or_none(
+            SourceFile.create_id(tenant_id, project_id, path)
+        )
+        if source_file is None or not source_file.present:
+            return None
+        source_file.remove("no longer in the repository")
+        return source_file
+
+    def _saved(self, aggregate_id: Any, aggregate: Any) -> CommandResult:
+        recordings = self.save(aggregate)
         position = max(r.notification.id for r in recordings)
         return CommandResult(
             accepted=True, aggregate_id=str(aggregate_id), position=position, changed=True
         )
 
-    def _get_or_none(self, aggregate_id: Any) -> SourceFile | None:
+    def _get_or_none(self, aggregate_id: Any) -> Any:
         if aggregate_id not in self.repository:
             return None
-        aggregate: SourceFile = self.repository.get(aggregate_id)
-        return aggregate
+        return self.repository.get(aggregate_id)
 
     # -- the notification log, as envelopes -----------------------------------------------
     def max_position(self) -> int:

@@ -24,6 +24,28 @@ class IngestFile(Command):
     source: str = Field(default="upload", description="Where the content came from")
     tenant_id: str = Field(default="default")
     tags: tuple[str, ...] = Field(default=(), description="Access tags carried by its chunks")
+    dialect: str | None = Field(default=None, description="SQL dialect (default: detect/ansi)")
+
+
+class DeleteFile(Command):
+    """Record that a file is gone: its chunks and lineage edges are retracted."""
+
+    project_id: str = "default"
+    path: str
+    tenant_id: str = "default"
+    reason: str = "deleted"
+
+
+class RecordRepositorySnapshot(Command):
+    """Record which files a source held (and at which commit); files gone since are deleted."""
+
+    project_id: str = "default"
+    tenant_id: str = "default"
+    source: str = Field(description="The repository URL or upload name")
+    ref: str | None = None
+    commit: str | None = None
+    paths: tuple[str, ...] = Field(description="Every file path the source holds now")
+    changed: int = 0
 
 
 class CommandResult(BaseModel):
@@ -35,6 +57,7 @@ class CommandResult(BaseModel):
     aggregate_id: str | None = None
     position: int | None = None
     changed: bool = False
+    deleted: tuple[str, ...] = ()
     error: dict[str, str] | None = None
 
     @classmethod

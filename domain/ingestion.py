@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -12,6 +13,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.chunking import chunk_lines
 from domain.errors import BinaryContent, ContentTooLarge, EmptyPath, InvalidPath
+from domain.graph import FileLineage
 from domain.urn import Urn, validate_project_id
 
 _NAMESPACE = UUID("6f1c7d2e-3b4a-4c5d-9e8f-0a1b2c3d4e5f")
@@ -53,6 +55,7 @@ class FileToIngest:
     content: str
     source: str
     tags: tuple[str, ...]
+    dialect: str | None = None
 
     @classmethod
     def validated(
@@ -65,6 +68,7 @@ class FileToIngest:
         source: str,
         tags: tuple[str, ...] | list[str],
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        dialect: str | None = None,
     ) -> FileToIngest:
         clean_path = normalise_path(path)
         check_content(clean_path, content, max_bytes)
@@ -75,6 +79,7 @@ class FileToIngest:
             content=content,
             source=source or "upload",
             tags=tuple(sorted(set(tags))),
+            dialect=dialect,
         )
 
     @property
@@ -95,6 +100,8 @@ class SourceFile(Aggregate):
         self.project_id = project_id
         self.path = path
         self.content_hash = ""
+        self.edge_fingerprints: dict[str, str] = {}
+        self.node_fingerprints: dict[str, str] = {}
 
     @event("FileIngested")
     def record_ingest(
@@ -115,8 +122,85 @@ class SourceFile(Aggregate):
     ) -> None:
         pass
 
+    @event("LineageExtracted")
+    def record_lineage(
+        self,
+        tenant_id: str,
+        project_id: str,
+        path: str,
+        file_urn: str,
+        dialect: str | None,
+        nodes: list[dict[str, Any]],
+        edges: list[dict[str, Any]],
+        warnings: list[str],
+    ) -> None:
+        self.node_fingerprints.update((n["urn"], _fingerprint(n)) for n in nodes)
+        self.edge_fingerprints.update((e["edge_id"], _fingerprint(e)) for e in edges)
 
-def ingest(existing: SourceFile | None, request: FileToIngest) -> SourceFile | None:
+    @event("LineageEdgesRetracted")
+    def retract_edges(
+        self, tenant_id: str, project_id: str, path: str, edge_ids: list[str], reason: str
+    ) -> None:
+        for edge_id in edge_ids:
+            self.edge_fingerprints.pop(edge_id, None)
+
+    @event("FileDeleted")
+    def delete(
+        self, tenant_id: str, project_id: str, path: str, file_urn: str, reason: str
+    ) -> None:
+        self.content_hash = ""
+        self.edge_fingerprints = {}
+        self.node_fingerprints = {}
+
+    def remove(self, reason: str) -> None:
+        """Record the file's removal: its edges are retracted, its chunks and nodes dropped."""
+        if self.edge_fingerprints:
+            self.retract_edges(
+                self.tenant_id, self.project_id, self.path, sorted(self.edge_fingerprints), reason
+            )
+        file_urn = str(Urn.for_file(self.project_id, self.path))
+        self.delete(self.tenant_id, self.project_id, self.path, file_urn, reason)
+
+    @property
+    def present(self) -> bool:
+        return bool(self.content_hash)
+
+    def record_lineage_difference(self, lineage: FileLineage, dialect: str | None) -> None:
+        """Record only what changed since the last version: new/changed and retracted edges."""
+        nodes = [n.to_dict() for n in lineage.nodes]
+        edges = [e.to_dict() for e in lineage.edges]
+        current = {e["edge_id"] for e in edges}
+        gone = sorted(set(self.edge_fingerprints) - current)
+        if gone:
+            self.retract_edges(
+                self.tenant_id, self.project_id, self.path, gone, "no longer in the file"
+            )
+        changed_nodes = [
+            n for n in nodes if self.node_fingerprints.get(n["urn"]) != _fingerprint(n)
+        ]
+        changed_edges = [
+            e for e in edges if self.edge_fingerprints.get(e["edge_id"]) != _fingerprint(e)
+        ]
+        if changed_nodes or changed_edges or lineage.warnings:
+            self.record_lineage(
+                tenant_id=self.tenant_id,
+                project_id=self.project_id,
+                path=self.path,
+                file_urn=str(Urn.for_file(self.project_id, self.path)),
+                dialect=dialect,
+                nodes=changed_nodes,
+                edges=changed_edges,
+                warnings=list(lineage.warnings),
+            )
+
+
+def _fingerprint(data: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def ingest(
+    existing: SourceFile | None, request: FileToIngest, lineage: FileLineage | None = None
+) -> SourceFile | None:
     """Decide what ingesting `request` records: None when the content is unchanged."""
     digest = content_hash(request.content)
     if existing is not None and existing.content_hash == digest:
@@ -140,4 +224,6 @@ def ingest(existing: SourceFile | None, request: FileToIngest) -> SourceFile | N
         content_hash=digest,
         chunks=chunks,
     )
+    if lineage is not None:
+        source_file.record_lineage_difference(lineage, request.dialect)
     return source_file

@@ -57,12 +57,15 @@ class VectorsProjection:
         if not fresh:
             return
         files = [_points_for(e) for e in fresh if e.event_type == "FileChunked"]
-        vectors = self._embed([text for f in files for _, text, _ in f.points])
-        offset = 0
-        for file_chunks in files:
-            count = len(file_chunks.points)
-            self._replace_file(file_chunks, vectors[offset : offset + count])
-            offset += count
+        vectors = iter(self._embed([text for f in files for _, text, _ in f.points]))
+        chunked = iter(files)
+        for envelope in fresh:  # in order: a deletion after a new version wins, and vice versa
+            if envelope.event_type == "FileChunked":
+                file_chunks = next(chunked)
+                self._replace_file(file_chunks, [next(vectors) for _ in file_chunks.points])
+            elif envelope.event_type == "FileDeleted":
+                p = envelope.payload
+                self.index.delete_where("file_key", _file_key(p["tenant_id"], p["file_urn"]))
         last = fresh[-1].position
         self.index.save_checkpoint(self.name, last)
         self._position = last

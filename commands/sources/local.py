@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 SKIPPED_DIRS = {
     ".git",
@@ -37,6 +37,10 @@ class LocalFile:
 class Skipped:
     path: str
     reason: str
+
+
+def in_vendored_dir(path: str) -> bool:
+    return any(part in SKIPPED_DIRS for part in PurePosixPath(path).parts[:-1])
 
 
 def read_text(path: Path, max_bytes: int) -> str | Skipped:
