@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from adapters.qdrant_index import EmbeddingModelMismatch
+from commands.sources.git import GitCloneFailed
 from domain import errors
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,7 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (errors.UnknownProjection, 404),
     (errors.NotCaughtUp, 504),
     (errors.ServiceUnavailable, 503),
+    (GitCloneFailed, 502),
 ]
 
 

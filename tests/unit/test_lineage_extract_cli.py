@@ -44,7 +44,11 @@ def test_jsonl_gives_one_line_per_statement_and_errors_in_place():
     assert "klingon" in out[1]["error"] and "valid dialects" in out[1]["error"]
     assert "not JSON" in out[2]["error"]
     assert '"sql"' in out[3]["error"]
-    assert out[4] == {"columns": [{"source": "s.x", "target": "v.x"}], "sources": ["s"], "targets": ["v"]}
+    assert out[4] == {
+        "columns": [{"source": "s.x", "target": "v.x"}],
+        "sources": ["s"],
+        "targets": ["v"],
+    }
 
 
 def test_an_unknown_dialect_for_a_single_text_exits_2_with_the_valid_ones():
