@@ -17,8 +17,10 @@ from adapters.settings import Settings
 from commands.application import UpstreamApplication
 from domain.errors import NotCaughtUp, UnknownProjection, UpstreamError
 from domain.ports import Embedder, Projection, VectorIndex
+from projections.graph import GraphProjection
 from projections.rebuild import catch_up, rebuild
 from projections.vectors import VectorsProjection
+from queries.lineage import LineageService
 from queries.search import SearchService
 
 log = logging.getLogger("upstream.bootstrap")
@@ -48,6 +50,8 @@ class Container:
     index: VectorIndex
     projections: dict[str, Projection]
     search: SearchService
+    graph: Any
+    lineage: LineageService
     nats_url: str | None = None
     nats_server: Any = None
     broker: Any = None
@@ -96,6 +100,7 @@ class Container:
         if self.nats_server is not None:
             self.nats_server.stop()
         self.index.close()
+        self.graph.close()
         self.app.close()
         if self._lock_file is not None:
             self._lock_file.close()
@@ -192,7 +197,8 @@ class Container:
     # -- read-your-writes ---------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
         if self.role == "api":  # another process applies events: read its checkpoint
-            return self.index.checkpoint(name)
+            store = self.graph if name == "graph" else self.index
+            return int(store.checkpoint(name))
         return self.projections[name].position()
 
     async def wait_for(self, position: int, timeout_s: float | None = None) -> None:
@@ -237,6 +243,21 @@ def build_vector_index(settings: Settings) -> QdrantVectorIndex:
     return QdrantVectorIndex(settings.qdrant_collection, path=path, **common)
 
 
+def build_graph_store(settings: Settings) -> Any:
+    if settings.neo4j_uri:
+        from adapters.graph_neo4j import Neo4jGraphStore
+
+        return Neo4jGraphStore(
+            settings.neo4j_uri,
+            settings.neo4j_user,
+            settings.neo4j_password.get_secret_value(),
+            settings.neo4j_database,
+        )
+    from adapters.graph_ladybug import LadybugGraphStore
+
+    return LadybugGraphStore(settings.graph_path or settings.data_dir / "graph")
+
+
 def bootstrap(
     settings: Settings | None = None,
     role: Role = "serve",
@@ -244,6 +265,7 @@ def bootstrap(
     embedder: Embedder | None = None,
     index: VectorIndex | None = None,
     app: UpstreamApplication | None = None,
+    graph: Any = None,
 ) -> Container:
     """Build (without connecting) every part the role needs; tests pass their own pieces."""
     settings = settings or Settings()
@@ -254,13 +276,17 @@ def bootstrap(
     app = app or UpstreamApplication(
         env=settings.event_store_env(), max_file_bytes=settings.max_file_bytes
     )
+    graph = graph or build_graph_store(settings)
     vectors = VectorsProjection(embedder, index)
+    graph_projection = GraphProjection(graph)
     return Container(
         settings=settings,
         role=role,
         app=app,
         embedder=embedder,
         index=index,
-        projections={vectors.name: vectors},
+        projections={vectors.name: vectors, graph_projection.name: graph_projection},
         search=SearchService(embedder, index),
+        graph=graph,
+        lineage=LineageService(graph),
     )

@@ -45,13 +45,19 @@ class Settings(BaseSettings):
     qdrant_hnsw_ef_construct: int = Field(default=100, alias="QDRANT_HNSW_EF_CONSTRUCT")
     qdrant_hnsw_m: int = Field(default=16, alias="QDRANT_HNSW_M")
 
+    neo4j_uri: str | None = Field(default=None, alias="NEO4J_URI")
+    neo4j_user: str = Field(default="neo4j", alias="NEO4J_USER")
+    neo4j_password: SecretStr = Field(default=SecretStr(""), alias="NEO4J_PASSWORD")
+    neo4j_database: str | None = Field(default=None, alias="NEO4J_DATABASE")
+    graph_path: Path | None = Field(default=None, alias="GRAPH_PATH")
+
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
 
     embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
     embedding_batch_size: int = Field(default=64, alias="EMBEDDING_BATCH_SIZE", gt=0)
     projection_batch_size: int = Field(default=512, alias="PROJECTION_BATCH_SIZE", gt=0)
 
-    @field_validator("nats_url", "qdrant_url", "redis_url", mode="before")
+    @field_validator("nats_url", "qdrant_url", "redis_url", "neo4j_uri", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
@@ -61,6 +67,7 @@ class Settings(BaseSettings):
         servers = (
             self.nats_url,
             self.qdrant_url,
+            self.neo4j_uri,
             self.persistence_module != "eventsourcing.sqlite",
         )
         return "production" if any(servers) else "embedded"

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from adapters.qdrant_index import EmbeddingModelMismatch
 from commands.sources.git import GitCloneFailed
 from domain import errors
+from queries.lineage import AmbiguousEntity, EntityNotFound
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +23,8 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (errors.NotCaughtUp, 504),
     (errors.ServiceUnavailable, 503),
     (GitCloneFailed, 502),
+    (EntityNotFound, 404),
+    (AmbiguousEntity, 409),
 ]
 
 

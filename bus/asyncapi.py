@@ -12,8 +12,8 @@ from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 from pydantic import BaseModel, Field
 
-from bus.subjects import CMD_INGEST_FILE
-from commands.models import CommandResult, IngestFile
+from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT
+from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
 from domain.envelope import SCHEMA_VERSION
 
 
@@ -49,6 +49,84 @@ class FileChunkedPayload(BaseModel):
     chunks: list[ChunkPayload]
 
 
+class NodePayload(BaseModel):
+    urn: str
+    kind: str = Field(description="table, view, column, cte, procedure, dbt_model, ...")
+    name: str
+    project_id: str
+    path: str | None
+    properties: dict[str, Any]
+
+
+class EdgePayload(BaseModel):
+    edge_id: str
+    source: str
+    target: str
+    rel: str = Field(description="READS_FROM | WRITES_TO | DERIVES | DEFINED_IN")
+    project_id: str
+    file_path: str
+    line_start: int
+    line_end: int
+    provenance: str = Field(description="parser | llm")
+    dialect: str | None
+    confidence: float
+    conditional: bool
+    via: str | None
+    properties: dict[str, Any]
+
+
+class LineageExtractedPayload(BaseModel):
+    tenant_id: str
+    project_id: str
+    path: str
+    file_urn: str
+    dialect: str | None
+    nodes: list[NodePayload] = Field(description="Nodes new or changed since the last version")
+    edges: list[EdgePayload] = Field(description="Edges new or changed since the last version")
+    warnings: list[str]
+
+
+class LineageEdgesRetractedPayload(BaseModel):
+    tenant_id: str
+    project_id: str
+    path: str
+    edge_ids: list[str]
+    reason: str
+
+
+class FileDeletedPayload(BaseModel):
+    tenant_id: str
+    project_id: str
+    path: str
+    file_urn: str
+    reason: str
+
+
+class RepositoryRegisteredPayload(BaseModel):
+    tenant_id: str
+    project_id: str
+    source: str
+
+
+class RepositorySnapshotRecordedPayload(BaseModel):
+    ref: str | None
+    commit: str | None
+    paths: list[str]
+    changed: int
+    deleted: list[str]
+
+
+class DbtProjectDetectedPayload(BaseModel):
+    tenant_id: str
+    project_id: str
+    root: str
+    content: str
+
+
+class DbtProjectChangedPayload(BaseModel):
+    content: str
+
+
 def envelope_schema(name: str, payload: type[BaseModel]) -> type[BaseModel]:
     """The envelope every event travels in, with `payload` typed for one event type."""
     fields: dict[str, Any] = {
@@ -72,6 +150,28 @@ EVENT_SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "events.source_file.Registered": (RegisteredPayload, "A file was seen for the first time."),
     "events.source_file.FileIngested": (FileIngestedPayload, "A file's new content was recorded."),
     "events.source_file.FileChunked": (FileChunkedPayload, "A file's chunks, ready to embed."),
+    "events.source_file.LineageExtracted": (
+        LineageExtractedPayload,
+        "What changed in a file's lineage: nodes and edges with evidence (parser provenance).",
+    ),
+    "events.source_file.LineageEdgesRetracted": (
+        LineageEdgesRetractedPayload,
+        "Edges a file no longer supports.",
+    ),
+    "events.source_file.FileDeleted": (FileDeletedPayload, "A file is gone from its source."),
+    "events.repository.RepositoryRegistered": (RepositoryRegisteredPayload, "A new source."),
+    "events.repository.RepositorySnapshotRecorded": (
+        RepositorySnapshotRecordedPayload,
+        "The files a source held at an ingest, its commit, and the files deleted since.",
+    ),
+    "events.dbt_project_record.DbtProjectDetected": (
+        DbtProjectDetectedPayload,
+        "A dbt_project.yml was ingested for the first time.",
+    ),
+    "events.dbt_project_record.DbtProjectChanged": (
+        DbtProjectChangedPayload,
+        "A dbt_project.yml changed.",
+    ),
 }
 
 
@@ -85,6 +185,23 @@ def build_asyncapi() -> AsyncAPI:
         "position, or `accepted: false` and an error {code, message, hint}.",
     )
     async def ingest_file(command: IngestFile) -> CommandResult:  # pragma: no cover - docs only
+        return CommandResult(accepted=False)
+
+    @broker.subscriber(
+        CMD_DELETE_FILE,
+        title=CMD_DELETE_FILE,
+        description="DeleteFile (request-reply): retract a file's chunks and edges.",
+    )
+    async def delete_file(command: DeleteFile) -> CommandResult:  # pragma: no cover - docs only
+        return CommandResult(accepted=False)
+
+    @broker.subscriber(
+        CMD_RECORD_SNAPSHOT,
+        title=CMD_RECORD_SNAPSHOT,
+        description="RecordRepositorySnapshot (request-reply): the files a source holds now; "
+        "files it held before and no longer does are deleted in the same transaction.",
+    )
+    async def snapshot(command: RecordRepositorySnapshot) -> CommandResult:  # pragma: no cover
         return CommandResult(accepted=False)
 
     for subject, (payload, description) in EVENT_SCHEMAS.items():

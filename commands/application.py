@@ -11,11 +11,15 @@ from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import IntegrityError, Notification
 
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
+from domain.dbt import DbtProject
+from domain.dbt_record import DbtProjectRecord, candidate_roots, dbt_root_of
 from domain.envelope import EventEnvelope, snake_case
+from domain.file_lineage import extract_file_lineage
 from domain.ingestion import (
     DEFAULT_MAX_FILE_BYTES,
     FileToIngest,
     SourceFile,
+    content_hash,
     ingest,
     normalise_path,
 )
@@ -35,7 +39,8 @@ class UpstreamApplication(Application[Any]):
     max_file_bytes = DEFAULT_MAX_FILE_BYTES
 
     def __init__(self, env: Mapping[str, str] | None = None, max_file_bytes: int | None = None):
-        super().__init__(env=env)
+        # Aggregates are cached: looking up dbt project records per file must stay cheap.
+        super().__init__(env={"AGGREGATE_CACHE_MAXSIZE": "10000", **(env or {})})
         if max_file_bytes is not None:
             self.max_file_bytes = max_file_bytes
 
@@ -49,6 +54,7 @@ class UpstreamApplication(Application[Any]):
             source=command.source,
             tags=command.tags,
             max_bytes=self.max_file_bytes,
+            dialect=command.dialect,
         )
         aggregate_id = SourceFile.create_id(request.tenant_id, request.project_id, request.path)
         for attempt in range(3):
@@ -59,13 +65,55 @@ class UpstreamApplication(Application[Any]):
         return self._ingest_once(aggregate_id, request)
 
     def _ingest_once(self, aggregate_id: Any, request: FileToIngest) -> CommandResult:
-        existing = self._get_or_none(aggregate_id)
-        changed = ingest(existing, request)
+        existing: SourceFile | None = self._get_or_none(aggregate_id)
+        if existing is not None and existing.content_hash == content_hash(request.content):
+            return CommandResult(
+                accepted=True, aggregate_id=str(aggregate_id), position=self.max_position()
+            )
+        dbt_record = self._learn_dbt_project(request)
+        lineage = extract_file_lineage(
+            request.path,
+            request.content,
+            request.project_id,
+            dialect=request.dialect,
+            dbt=self._dbt_project_for(request, dbt_record),
+        )
+        changed = ingest(existing, request, lineage)
         if changed is None:
             return CommandResult(
                 accepted=True, aggregate_id=str(aggregate_id), position=self.max_position()
             )
-        return self._saved(aggregate_id, changed)
+        recordings = self.save(changed, dbt_record)
+        return CommandResult(
+            accepted=True,
+            aggregate_id=str(aggregate_id),
+            position=max(r.notification.id for r in recordings),
+            changed=True,
+        )
+
+    def _learn_dbt_project(self, request: FileToIngest) -> DbtProjectRecord | None:
+        """A `dbt_project.yml` creates or changes the project record (saved with the file)."""
+        root = dbt_root_of(request.path)
+        if root is None:
+            return None
+        record_id = DbtProjectRecord.create_id(request.tenant_id, request.project_id, root)
+        record: DbtProjectRecord | None = self._get_or_none(record_id)
+        if record is None:
+            return DbtProjectRecord(request.tenant_id, request.project_id, root, request.content)
+        record.change(request.content)
+        return record
+
+    def _dbt_project_for(
+        self, request: FileToIngest, pending: DbtProjectRecord | None
+    ) -> DbtProject | None:
+        for root in candidate_roots(request.path):
+            if pending is not None and pending.root == root:
+                return pending.project()
+            record_id = DbtProjectRecord.create_id(request.tenant_id, request.project_id, root)
+            record: DbtProjectRecord | None = self._get_or_none(record_id)
+            if record is not None:
+                return record.project()
+        return None
 
     def delete_file(self, command: DeleteFile) -> CommandResult:
         path = normalise_path(command.path)

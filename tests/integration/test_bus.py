@@ -67,12 +67,13 @@ async def test_relay_publishes_every_event_in_order_with_message_ids(nats_server
     js = nc.jetstream()
     relay = Relay(sqlite_app, js)
     await relay.start()
-    await _eventually(lambda: relay.position == 30)
+    head = sqlite_app.max_position()
+    await _eventually(lambda: relay.position == head)
     await relay.stop()
 
     sub = await js.pull_subscribe("events.>", durable="check", stream=EVENTS_STREAM)
-    messages = await sub.fetch(30, timeout=5)
-    assert [EventEnvelope.from_json(m.data).position for m in messages] == list(range(1, 31))
+    messages = await sub.fetch(head, timeout=5)
+    assert [EventEnvelope.from_json(m.data).position for m in messages] == list(range(1, head + 1))
     assert messages[0].headers["Nats-Msg-Id"] == "upstream:1"
     assert messages[2].subject == "events.source_file.FileChunked"
     await nc.close()
@@ -85,19 +86,19 @@ async def test_republishing_after_a_crash_is_deduplicated(nats_server, sqlite_ap
     js = nc.jetstream()
     relay = Relay(sqlite_app, js)
     await relay.start()
-    await _eventually(lambda: relay.position == 15)
+    head = sqlite_app.max_position()
+    await _eventually(lambda: relay.position == head)
     await relay.stop()
-    await js.key_value("upstream_relay")
     kv = await js.key_value("upstream_relay")
     await kv.put("position", b"0")  # as if the save never happened
 
     again = Relay(sqlite_app, js)
     await again.start()
-    await _eventually(lambda: again.position == 15)
+    await _eventually(lambda: again.position == head)
     await again.stop()
 
-    assert again.duplicates == 15
-    assert await _stream_messages(js) == 15
+    assert again.duplicates == head
+    assert await _stream_messages(js) == head
     await nc.close()
 
 
@@ -107,17 +108,19 @@ async def test_relay_resumes_after_its_saved_position(nats_server, sqlite_app):
     js = nc.jetstream()
     first = Relay(sqlite_app, js)
     await first.start()
-    await _eventually(lambda: first.position == 9)
+    first_head = sqlite_app.max_position()
+    await _eventually(lambda: first.position == first_head)
     await first.stop()
     _ingest(sqlite_app, 2, start=3)
+    head = sqlite_app.max_position()
 
     second = Relay(sqlite_app, js)
     await second.start()
-    await _eventually(lambda: second.position == 15)
+    await _eventually(lambda: second.position == head)
     await second.stop()
 
-    assert second.published == 6 and second.duplicates == 0
-    assert await _stream_messages(js) == 15
+    assert second.published == head - first_head and second.duplicates == 0
+    assert await _stream_messages(js) == head
     await nc.close()
 
 
@@ -132,7 +135,8 @@ async def test_projection_applies_in_order_and_ignores_duplicate_deliveries(
     projection = RecordingProjection()
     runner = ProjectionRunner(js, projection, asyncio.Lock(), batch_size=7)
     await runner.start()
-    await _eventually(lambda: projection.position() == 60)
+    head = sqlite_app.max_position()
+    await _eventually(lambda: projection.position() == head)
 
     # Deliver already-applied events again, under new message ids (past the dedupe window).
     for envelope in sqlite_app.read(0, 10):
@@ -141,7 +145,7 @@ async def test_projection_applies_in_order_and_ignores_duplicate_deliveries(
     await runner.stop()
     await relay.stop()
 
-    assert projection.applied == list(range(1, 61))
+    assert projection.applied == list(range(1, head + 1))
     await nc.close()
 
 
@@ -156,12 +160,13 @@ async def test_a_failing_projection_retries_the_same_events_and_never_skips(
     projection = RecordingProjection(failures=3)
     runner = ProjectionRunner(js, projection, asyncio.Lock(), batch_size=100, max_backoff_s=0.5)
     await runner.start()
-    await _eventually(lambda: projection.position() == 15)
+    head = sqlite_app.max_position()
+    await _eventually(lambda: projection.position() == head)
     await runner.stop()
     await relay.stop()
 
     assert runner.failures == 3
-    assert projection.applied == list(range(1, 16))
+    assert projection.applied == list(range(1, head + 1))
     assert runner.last_error is None
     await nc.close()
 
@@ -176,7 +181,7 @@ async def test_relay_and_projection_survive_a_nats_restart(nats_server, sqlite_a
     await runner.start()
     _ingest(sqlite_app, 3)
     relay.wake()
-    await _eventually(lambda: projection.position() == 9)
+    await _eventually(lambda: projection.position() == sqlite_app.max_position())
 
     port = nats_server.port
     nats_server.stop()
@@ -184,8 +189,9 @@ async def test_relay_and_projection_survive_a_nats_restart(nats_server, sqlite_a
     await asyncio.sleep(1.0)
     nats_server.start(port=port)
 
-    await _eventually(lambda: projection.position() == 18, within=60)
-    assert projection.applied == list(range(1, 19))
+    head = sqlite_app.max_position()
+    await _eventually(lambda: projection.position() == head, within=60)
+    assert projection.applied == list(range(1, head + 1))
     await runner.stop()
     await relay.stop()
     await nc.close()
@@ -209,5 +215,5 @@ async def test_vectors_projection_end_to_end_over_jetstream(
     await relay.stop()
 
     assert memory_index.count() == 12
-    assert memory_index.checkpoint("vectors") == 36
+    assert memory_index.checkpoint("vectors") == sqlite_app.max_position()
     await nc.close()

@@ -32,6 +32,7 @@ def test_ingest_records_events_in_postgres_and_skips_unchanged(pg_app, postgres_
         "Registered",
         "FileIngested",
         "FileChunked",
+        "LineageExtracted",
     ]
 
     reopened = UpstreamApplication(env=postgres_schema)  # another process, same store
@@ -69,5 +70,5 @@ async def test_relay_and_projection_from_postgres(pg_app, nats_server, embedder,
     projection = VectorsProjection(embedder, memory_index)
     projection.start()
     catch_up(projection, pg_app)
-    assert relay.position == pg_app.max_position() == 12
+    assert relay.position == pg_app.max_position() == 16
     assert memory_index.count() == 4

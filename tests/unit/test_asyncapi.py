@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bus.asyncapi import EVENT_SCHEMAS, asyncapi_json, envelope_schema
-from commands.models import IngestFile
+from commands.models import IngestFile, RecordRepositorySnapshot
 
 pytestmark = pytest.mark.unit
 
@@ -21,9 +21,19 @@ def test_asyncapi_documents_commands_and_events():
 
 
 def test_every_recorded_event_validates_against_its_documented_schema(memory_app):
-    memory_app.ingest_file(IngestFile(path="a.sql", content="select 1", tags=("x",)))
-    for envelope in memory_app.read(0, 10):
+    memory_app.ingest_file(IngestFile(path="dbt_project.yml", content="name: shop\n"))
+    memory_app.ingest_file(IngestFile(path="dbt_project.yml", content="name: shop2\n"))
+    memory_app.ingest_file(
+        IngestFile(path="m.sql", content="insert into t select a from s", tags=("x",))
+    )
+    memory_app.ingest_file(IngestFile(path="m.sql", content="insert into t select b from s"))
+    for paths in (("dbt_project.yml", "m.sql"), ("dbt_project.yml",)):  # m.sql is deleted
+        memory_app.record_repository_snapshot(RecordRepositorySnapshot(source="git@x", paths=paths))
+    seen = set()
+    for envelope in memory_app.read(0, 100):
+        seen.add(envelope.subject)
         payload_model, _ = EVENT_SCHEMAS[envelope.subject]
         model = envelope_schema("E", payload_model)
         parsed = model.model_validate(json.loads(envelope.to_json()))
         assert parsed.model_dump()["payload"] == envelope.payload  # nothing undocumented
+    assert seen == set(EVENT_SCHEMAS)  # and every documented event really happens

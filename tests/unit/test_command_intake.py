@@ -32,7 +32,7 @@ async def test_ingest_file_request_replies_with_the_position(broker, memory_app,
             CMD_INGEST_FILE, IngestFile(path="a.sql", content="select 1")
         )
     assert result.accepted and result.changed
-    assert result.position == memory_app.max_position() == 3
+    assert result.position == memory_app.max_position()
     assert woken == [1]  # the relay is told there is something to publish
 
 

@@ -14,15 +14,22 @@ from domain.urn import Urn
 pytestmark = pytest.mark.unit
 
 
-def test_first_ingest_records_registered_ingested_and_chunked(memory_app: UpstreamApplication):
+def test_first_ingest_records_registered_ingested_chunked_and_lineage(memory_app):
     result = memory_app.ingest_file(IngestFile(path="models/a.sql", content="select 1 from t"))
 
     assert result.accepted and result.changed
     events = memory_app.read(0, 10)
-    assert [e.event_type for e in events] == ["Registered", "FileIngested", "FileChunked"]
-    assert result.position == events[-1].position == 3
-    assert events[-1].subject == "events.source_file.FileChunked"
-    assert events[-1].payload["chunks"][0]["text"] == "select 1 from t"
+    assert [e.event_type for e in events] == [
+        "Registered",
+        "FileIngested",
+        "FileChunked",
+        "LineageExtracted",
+    ]
+    assert result.position == events[-1].position == 4
+    assert events[2].subject == "events.source_file.FileChunked"
+    assert events[2].payload["chunks"][0]["text"] == "select 1 from t"
+    edges = events[3].payload["edges"]
+    assert [(e["rel"], e["target"]) for e in edges] == [("READS_FROM", "urn:li:dataset:default:t")]
 
 
 def test_unchanged_content_records_nothing(memory_app: UpstreamApplication):
@@ -42,7 +49,7 @@ def test_changed_content_records_a_new_version(memory_app: UpstreamApplication):
     result = memory_app.ingest_file(IngestFile(path="a.sql", content="select 2"))
 
     assert result.changed
-    assert [e.event_type for e in memory_app.read(3, 10)] == ["FileIngested", "FileChunked"]
+    assert [e.event_type for e in memory_app.read(4, 10)] == ["FileIngested", "FileChunked"]
 
 
 def test_same_path_in_two_projects_or_tenants_are_two_files(memory_app: UpstreamApplication):

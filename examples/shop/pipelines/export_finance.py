@@ -5,8 +5,8 @@ from sqlalchemy import create_engine, text
 
 
 def export_customer_summary(warehouse_url: str, finance_url: str) -> int:
-    """Copy marts.customer_summary into finance.customer_ltv."""
+    """Copy customer_summary into finance.customer_ltv."""
     source = create_engine(warehouse_url)
-    frame = pd.read_sql(text("select * from marts.customer_summary"), source)
+    frame = pd.read_sql(text("select * from customer_summary"), source)
     frame.to_sql("customer_ltv", create_engine(finance_url), schema="finance", if_exists="replace")
     return len(frame)

@@ -5,4 +5,4 @@ select
     first_name,
     last_name,
     created_at
-from raw.shop_customers
+from {{ source('raw', 'shop_customers') }}

@@ -5,5 +5,5 @@ select
     cast(ordered_at as date) as order_date,
     status,
     amount_cents / 100.0 as amount
-from raw.shop_orders
+from {{ source('raw', 'shop_orders') }}
 where status != 'test'

@@ -4,4 +4,4 @@ select
     order_id,
     payment_method,
     case when kind = 'refund' then -amount_cents else amount_cents end / 100.0 as amount
-from raw.shop_payments
+from {{ source('raw', 'shop_payments') }}
