@@ -58,7 +58,7 @@ class Container:
     command_bus: Any = None
     relay: Any = None
     runners: dict[str, Any] = field(default_factory=dict)
-    projection_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
     started_at: float | None = None
     _nc: Any = None
@@ -189,7 +189,7 @@ class Container:
         await self.relay.start()
         for projection in self.projections.values():
             runner = ProjectionRunner(
-                js, projection, self.projection_lock, self.settings.projection_batch_size
+                js, projection, self._lock_of(projection.name), self.settings.projection_batch_size
             )
             await runner.start()
             self.runners[projection.name] = runner
@@ -221,12 +221,15 @@ class Container:
                 f"no projection named {unknown[0]!r}; known: {', '.join(self.projections)}"
             )
         applied: dict[str, int] = {}
-        async with self.projection_lock:
-            for n in names:
+        for n in names:
+            async with self._lock_of(n):  # the live runner waits while its read model rebuilds
                 applied[n] = await asyncio.to_thread(
                     rebuild, self.projections[n], self.app, self.settings.projection_batch_size
                 )
         return applied
+
+    def _lock_of(self, name: str) -> asyncio.Lock:
+        return self.projection_locks.setdefault(name, asyncio.Lock())
 
 
 def build_vector_index(settings: Settings) -> QdrantVectorIndex:

@@ -316,6 +316,83 @@ def lineage_extract(
         _fail(str(error), 2)
 
 
+def _lineage_walk(
+    direction: str,
+    name: str,
+    project: str | None,
+    tenant: str,
+    hops: int,
+    include_llm: bool,
+    api_url: str | None,
+    as_json: bool,
+) -> None:
+    params: dict[str, Any] = {"hops": hops, "tenant_id": tenant, "include_llm": include_llm}
+    if project:
+        params["project_id"] = project
+    from urllib.parse import quote
+
+    path = f"/api/v1/lineage/{quote(name, safe=':/')}/{direction}"
+    _, reply = _call(_client(api_url).get, path, **params)
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2))
+        return
+    start = reply["start"]
+    typer.echo(f"{direction} of {start['name']} ({start['kind']}, {start['urn']}), {hops} hops:")
+    if not reply["nodes"]:
+        typer.echo("  nothing found")
+    names = {n["urn"]: n["name"] for n in reply["nodes"]} | {start["urn"]: start["name"]}
+    for node in reply["nodes"]:
+        where = f"  {node['path']}" if node.get("path") else ""
+        typer.echo(f"  {node['kind']:<16} {node['name']}{where}")
+    typer.echo("edges:")
+    for edge in reply["edges"]:
+        source, target = (
+            names.get(edge["source"], edge["source"]),
+            names.get(edge["target"], edge["target"]),
+        )
+        lines = edge["evidence"]["lines"]
+        typer.echo(
+            f"  {source} -[{edge['rel']}]-> {target}   "
+            f"{edge['evidence']['file']}:{lines[0]}-{lines[1]} ({edge['provenance']})"
+        )
+
+
+LineageName = Annotated[
+    str, typer.Argument(help="A table, model, column or function name, or a URN")
+]
+Hops = Annotated[int, typer.Option("--hops", min=1, max=5, help="Steps to walk (1-5)")]
+IncludeLlm = Annotated[bool, typer.Option("--include-llm", help="Follow LLM-proposed edges too")]
+ProjectOpt = Annotated[str | None, typer.Option("--project", "-p", help="Project id")]
+
+
+@lineage_cli.command("upstream")
+def lineage_upstream(
+    name: LineageName,
+    project: ProjectOpt = None,
+    tenant: Tenant = "default",
+    hops: Hops = 3,
+    include_llm: IncludeLlm = False,
+    api_url: ApiUrl = None,
+    as_json: JsonOut = False,
+) -> None:
+    """What feeds NAME: nodes (urn, name, kind, path) and edges with their evidence."""
+    _lineage_walk("upstream", name, project, tenant, hops, include_llm, api_url, as_json)
+
+
+@lineage_cli.command("downstream")
+def lineage_downstream(
+    name: LineageName,
+    project: ProjectOpt = None,
+    tenant: Tenant = "default",
+    hops: Hops = 3,
+    include_llm: IncludeLlm = False,
+    api_url: ApiUrl = None,
+    as_json: JsonOut = False,
+) -> None:
+    """What NAME feeds: what breaks if it changes."""
+    _lineage_walk("downstream", name, project, tenant, hops, include_llm, api_url, as_json)
+
+
 def _open_or_fail(path: str) -> Any:
     try:
         return Path(path).open(encoding="utf-8")

@@ -31,6 +31,7 @@ class CrashReport:
     extra_ingests: list[str] = field(default_factory=list)
     replay_identical: bool = False
     replay_difference: str = ""
+    graph_edges: int = 0
     seconds: float = 0.0
 
     @property
@@ -108,9 +109,13 @@ async def _verify(data: Path, corpus: list[LocalFile], report: CrashReport) -> N
         live = container.index.dump()
         _check_points(live, corpus, report)
         _check_events(container.app, report)
-        await container.replay("vectors")
+        live_graph = container.graph.dump()
+        await container.replay()
         rebuilt = container.index.dump()
         report.replay_identical, report.replay_difference = _same(live, rebuilt)
+        if report.replay_identical and container.graph.dump() != live_graph:
+            report.replay_identical, report.replay_difference = False, "graph differs"
+        report.graph_edges = len(live_graph[1])
     finally:
         await container.stop()
 

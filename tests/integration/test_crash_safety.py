@@ -18,4 +18,5 @@ def test_sigkill_mid_ingest_then_reingest_is_exactly_once_and_replay_is_identica
     assert report.duplicated_chunks == []
     assert report.wrong_chunk_counts == []
     assert report.extra_ingests == []  # unchanged files recorded nothing the second time
-    assert report.replay_identical, report.replay_difference
+    assert report.replay_identical, report.replay_difference  # vectors and graph alike
+    assert report.graph_edges > 0
