@@ -137,7 +137,7 @@ def ingest(
     as_json: JsonOut = False,
 ) -> None:
     """Ingest files and folders (text files only; binaries and vendored folders are skipped)."""
-    from commands.sources.local import LocalFile, Skipped, walk
+    from commands.sources.local import LocalFile, Skipped, project_files_first, walk
 
     settings = Settings()
     files: list[LocalFile] = []
@@ -150,6 +150,7 @@ def ingest(
                 files.append(item)
             else:
                 skipped.append(item)
+    files = project_files_first(files)
     client = _client(api_url)
     totals = {"files": len(files), "changed": 0, "unchanged": 0, "refused": 0, "position": 0}
     refused: list[dict[str, Any]] = []

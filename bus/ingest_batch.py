@@ -8,7 +8,7 @@ from typing import Any
 
 from bus.subjects import CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT
 from commands.models import IngestFile, RecordRepositorySnapshot
-from commands.sources.local import LocalFile, Skipped
+from commands.sources.local import LocalFile, Skipped, project_files_first
 from domain.errors import ServiceUnavailable, UpstreamError
 
 Progress = Callable[[int, int], None]
@@ -58,7 +58,7 @@ async def ingest_batch(
     progress: Progress | None = None,
 ) -> BatchResult:
     """Send one IngestFile per file; with `snapshot`, files gone from the source are deleted."""
-    files = [i for i in items if isinstance(i, LocalFile)]
+    files = project_files_first([i for i in items if isinstance(i, LocalFile)])
     result = BatchResult(files=len(files), commit=commit)
     result.skipped = [{"path": i.path, "reason": i.reason} for i in items if isinstance(i, Skipped)]
     accepted: list[str] = []

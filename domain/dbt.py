@@ -127,9 +127,11 @@ class DbtProject:
         return name in self.seeds or name.lower() in {seed.lower() for seed in self.seeds}
 
     def relation_name(self, model: str) -> str:
-        """The dataset name a ``ref(model)`` stands for: the alias if configured, else the
-        model name; lower-cased."""
-        return (self.aliases.get(model) or model).lower()
+        """The dataset name a ``ref(model)`` stands for: the model name, lower-cased.
+
+        Not the alias: whether a ref knows the alias would depend on which files were ingested
+        before it, and a model would split into two nodes. The alias is a node property."""
+        return model.lower()
 
     def config_for(self, path: str) -> dict[str, Any]:
         """Folder-level configuration of a model file from ``dbt_project.yml`` (``+`` prefixes

@@ -211,7 +211,7 @@ class _Scanner:
         body_start = start + 2 + (1 if tag[2:3] in {"-", "+"} else 0)
         if tag.startswith("{%"):
             return self._statement(body, tag, body_start, end)
-        self._collect(body, body_start, end)
+        self._collect(body, body_start)
         if not self.rendering:
             self.out.append(_newlines(tag))
             return end
@@ -248,7 +248,7 @@ class _Scanner:
             return closing.end()
         # The tag's own expressions (`for x in [ref('a')]`, `set r = ref('a')`) are evaluated
         # before the block it opens.
-        self._collect(body, start, end)
+        self._collect(body, start)
         self.out.append(_newlines(tag))
         if word in _CONDITIONAL_BLOCKS:
             chosen = 1 if word == "if" and _FALSE_IN_SINGLE_PASS.match(rest) else 0
@@ -306,21 +306,22 @@ class _Scanner:
             return _macro_call(tree)
         return PLACEHOLDER
 
-    def _collect(self, body: str, start: int, end: int) -> None:
+    def _collect(self, body: str, start: int) -> None:
         """Record every ref()/source() call written inside one tag (body starting at `start`)."""
         prefix = self.lines.line_prefix(start)
         depends_on = bool(_DEPENDS_ON.search(prefix))
         in_comment = bool(_LINE_COMMENT.search(prefix))
         for match in _CALL.finditer(body):
             function = match.group(1)
-            arguments = _arguments(body, match.end())
+            parsed = _arguments(body, match.end())
             call_start = start + match.start()
             line = self.lines.line(call_start)
-            if arguments is None:
+            if parsed is None:
                 self.warnings.append(
                     f"line {line}: {function}() with non-literal arguments cannot be resolved"
                 )
                 continue
+            arguments, close = parsed
             needed = 2 if function == "source" else 1
             if not needed <= len(arguments) <= 2:
                 self.warnings.append(f"line {line}: {function}() with unexpected arguments")
@@ -330,7 +331,7 @@ class _Scanner:
                     function,
                     tuple(arguments),
                     line,
-                    self.lines.line(end - 1),
+                    self.lines.line(start + close),
                     self.conditional,
                     depends_on,
                     in_comment,
@@ -361,15 +362,17 @@ def _macro_call(call: ast.Call) -> str:
     return f"{PLACEHOLDER}({', '.join(columns)})"
 
 
-def _arguments(body: str, position: int) -> list[str] | None:
-    """Positional string arguments of a call whose `(` ends at ``position``; None when one of
-    them is not a string literal. Keyword arguments (``v=2``, ``version=2``) are skipped."""
+def _arguments(body: str, position: int) -> tuple[list[str], int] | None:
+    """Positional string arguments of a call whose `(` ends at ``position``, and the index of
+    its `)`; None when one of them is not a string literal. Keyword arguments (``v=2``,
+    ``version=2``) are skipped."""
     found: list[str] = []
     index = position
     while index < len(body):
         rest = body[index:]
-        if rest.lstrip().startswith(")"):
-            return found
+        stripped = rest.lstrip()
+        if stripped.startswith(")"):
+            return found, index + len(rest) - len(stripped)
         keyword = _KEYWORD_ARG.match(rest)
         if keyword:
             close = _skip_value(body, index + keyword.end())
@@ -385,7 +388,7 @@ def _arguments(body: str, position: int) -> list[str] | None:
         if index < len(body) and body[index] == ",":
             index += 1
         elif index < len(body) and body[index] == ")":
-            return found
+            return found, index
         elif index >= len(body) or not body[index].isspace():
             return None
     return None

@@ -15,10 +15,11 @@
 - ``.py``: see :mod:`domain.python_lineage` (dbt Python models included);
 - anything else: the FILE node alone.
 
-Dataset names: a ``ref('m')`` is the dataset named after ``m``'s alias if it has one, else
-``m``; a ``source('s', 't')`` is ``s.t``; plain SQL tables are named as the SQL extractor
-reports them (lower-cased unless quoted). Datasets share one URN type, so ``ref('stg_orders')``
-and ``select ... from stg_orders`` are one node; ``from analytics.stg_orders`` is another.
+Dataset names: a ``ref('m')`` is the dataset named ``m`` (an alias is a property: whether a
+ref could see it would depend on ingest order, and the model would split in two); a
+``source('s', 't')`` is ``s.t``; plain SQL tables are named as the SQL extractor reports them
+(lower-cased unless quoted). Datasets share one URN type, so ``ref('stg_orders')`` and
+``select ... from stg_orders`` are one node; ``from analytics.stg_orders`` is another.
 """
 
 from __future__ import annotations
@@ -199,11 +200,7 @@ class _DbtModel:
         model = scan.snapshot or (dbt.model_name_for(self.path) if dbt else None) or stem
         properties: dict[str, Any] = dict(dbt.config_for(self.path)) if dbt else {}
         properties.update(scan.config)
-        alias = properties.get("alias")
-        if isinstance(alias, str) and alias:
-            name = alias.lower()
-        else:
-            name = dbt.relation_name(model) if dbt else model.lower()
+        name = dbt.relation_name(model) if dbt else model.lower()
         default = "snapshot" if scan.snapshot else "view"
         properties.setdefault("materialized", default)
         properties.update(
@@ -267,10 +264,14 @@ class _DbtModel:
             self._statement(statement, owner, lineage)
 
     def _parse(self, rendered: str) -> SqlLineage | None:
+        first = _FIRST_TOKEN.match(rendered)
+        body = rendered[first.end() if first else 0 :]
+        if not body.strip() or body.startswith(PLACEHOLDER):
+            # empty, or the whole model is one macro call (`{{ union_relations(...) }}`):
+            # its refs were collected from the Jinja, there is no SQL to parse
+            return None
         if not self.owner_is_file:
             rendered = _wrap(rendered)
-        if not rendered.strip():
-            return None
         return extract_sql_lineage(rendered, self.dialect)
 
     def _statement(self, statement: StatementLineage, owner: str, lineage: SqlLineage) -> None:
@@ -468,11 +469,7 @@ class _DbtYaml:
             return
         config = dbt_yaml.value(dbt_yaml.get(entry, "config"))
         config = config if isinstance(config, dict) else {}
-        alias = config.get("alias")
-        if isinstance(alias, str) and alias:
-            name = alias.lower()
-        else:
-            name = self.dbt.relation_name(model) if self.dbt else model.lower()
+        name = self.dbt.relation_name(model) if self.dbt else model.lower()
         path = self.dbt.model_path(model) if self.dbt else None
         lines = dbt_yaml.lines(entry)
         self.b.node(
@@ -484,7 +481,7 @@ class _DbtYaml:
             description=dbt_yaml.text(dbt_yaml.get(entry, "description")),
             documented_in=self.path,
             documented_at=list(lines),
-            **{k: v for k, v in config.items() if k != "alias" and v is not None},
+            **{k: v for k, v in config.items() if v is not None},
         )
         self._columns(entry, name, defined_here=False)
 

@@ -154,12 +154,28 @@ def merge_node(existing: LineageNode | None, incoming: LineageNode) -> LineageNo
         return incoming
     return LineageNode(
         urn=incoming.urn,
-        kind=existing.kind if incoming.kind == NodeKind.TABLE else incoming.kind,
+        kind=_more_specific(existing.kind, incoming.kind),
         name=incoming.name,
         project_id=incoming.project_id,
         path=incoming.path if incoming.path is not None else existing.path,
         properties=dict(incoming.properties or existing.properties),
     )
+
+
+_SPECIFICITY = {
+    NodeKind.TABLE: 0,
+    NodeKind.VIEW: 1,
+    NodeKind.DBT_MODEL: 2,
+    NodeKind.DBT_SEED: 3,  # a ref() cannot tell a seed from a model; the seed file can
+    NodeKind.DBT_SOURCE: 3,
+}
+
+
+def _more_specific(existing: NodeKind, incoming: NodeKind) -> NodeKind:
+    """Dataset kinds only ever become more specific; other kinds take the incoming one."""
+    if existing in _SPECIFICITY and incoming in _SPECIFICITY:
+        return existing if _SPECIFICITY[existing] > _SPECIFICITY[incoming] else incoming
+    return incoming
 
 
 def merge_batch(nodes: Iterable[LineageNode]) -> list[LineageNode]:

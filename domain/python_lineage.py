@@ -67,6 +67,22 @@ _TEXT_MODULES = frozenset(
     {"sqlalchemy", "sa", "sql", "sqlalchemy.sql", "sqlalchemy.sql.expression"}
 )
 _SQL_KEYWORDS = ("sql", "sqlQuery", "query", "statement", "operation")
+_DATABASE_WORDS = frozenset({"cur", "con", "db", "client", "ctx"})
+_DATABASE_PREFIXES = (
+    "conn",
+    "cursor",
+    "session",
+    "spark",
+    "duckdb",
+    "engine",
+    "sqlcontext",
+    "hivecontext",
+    "snowflake",
+    "bigquery",
+    "database",
+    "warehouse",
+)
+_SQL_VARIABLE_WORDS = ("sql", "query", "stmt", "statement", "ddl", "dml")
 _SPARK_HINTS = ("spark", "session", "sqlcontext", "hivecontext", ".read", "readstream")
 
 
@@ -348,13 +364,13 @@ class PythonLineage(ast.NodeVisitor):
         else:
             return facts
         if method == "sql" and receiver:
-            self._sql_argument(node, facts, f"{receiver}.sql", _sql_dialect(receiver), True)
+            self._sql_argument(node, facts, f"{receiver}.sql", _sql_dialect(receiver), receiver)
         elif method in _READ_SQL:
             self._read_sql(node, facts, method)
         elif method == "read_sql_table":
             self._named(node, facts, facts.reads, method, ("table_name",), schema_at=2)
         elif method in _EXECUTE and receiver:
-            self._sql_argument(node, facts, method, self.dialect or "ansi", False)
+            self._sql_argument(node, facts, method, self.dialect or "ansi", receiver)
         elif method == "text" and (not receiver or receiver in _TEXT_MODULES):
             text = self._resolve(_argument(node, 0, ("text",)))
             if text is not None and _SQL_START.match(text):
@@ -384,8 +400,11 @@ class PythonLineage(ast.NodeVisitor):
         return facts
 
     def _sql_argument(
-        self, node: ast.Call, facts: _Facts, label: str, dialect: str, always: bool
+        self, node: ast.Call, facts: _Facts, label: str, dialect: str, receiver: str
     ) -> None:
+        """SQL text passed to ``.sql()``/``.execute()``; warnings only when the receiver or the
+        argument look like a database call (``self.sql(node)`` in a SQL generator is not)."""
+        database = _database_like(receiver)
         argument = _argument(node, 0, _SQL_KEYWORDS)
         if argument is None or self._is_text_call(argument):
             return
@@ -393,13 +412,11 @@ class PythonLineage(ast.NodeVisitor):
             return
         text = self._resolve(argument)
         if text is None:
-            if always or _looks_like_sql_source(argument):
+            if database or _looks_like_sql_source(argument):
                 facts.warnings.append(f"SQL passed to {label}() is not a constant string; skipped")
             return
-        if _SQL_START.match(text):
+        if _SQL_START.match(text):  # PRAGMA, SHOW, SET, BEGIN... carry no lineage
             facts.sql.append((text, dialect, label))
-        elif always:
-            facts.warnings.append(f"text passed to {label}() does not look like SQL; skipped")
 
     def _read_sql(self, node: ast.Call, facts: _Facts, method: str) -> None:
         argument = _argument(node, 0, _SQL_KEYWORDS)
@@ -558,6 +575,12 @@ def _sql_dialect(receiver: str) -> str:
     return "ansi"
 
 
+def _database_like(receiver: str) -> bool:
+    """``cursor``, ``self.db_conn``, ``spark``... (the receiver of ``.sql()``/``.execute()``)."""
+    words = re.findall(r"[a-z]+", receiver)
+    return any(w in _DATABASE_WORDS or w.startswith(_DATABASE_PREFIXES) for w in words)
+
+
 def _looks_like_sql_source(node: ast.expr) -> bool:
     """An unresolvable argument worth a warning: built from strings that look like SQL."""
     for child in ast.walk(node):
@@ -567,7 +590,9 @@ def _looks_like_sql_source(node: ast.expr) -> bool:
             and _SQL_START.match(child.value)
         ):
             return True
-    return isinstance(node, ast.JoinedStr | ast.BinOp | ast.Name)
+    if isinstance(node, ast.Name):
+        return any(word in node.id.lower() for word in _SQL_VARIABLE_WORDS)
+    return False
 
 
 def _resolve(node: ast.expr | None, lookup: Callable[[str], Value | None]) -> str | None:

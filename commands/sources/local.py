@@ -39,6 +39,12 @@ class Skipped:
     reason: str
 
 
+def project_files_first(files: list[LocalFile]) -> list[LocalFile]:
+    """dbt_project.yml files first: the write side learns a dbt project from it, so the models
+    ingested after it are recognised as models."""
+    return sorted(files, key=lambda f: (PurePosixPath(f.path).name != "dbt_project.yml", f.path))
+
+
 def in_vendored_dir(path: str) -> bool:
     return any(part in SKIPPED_DIRS for part in PurePosixPath(path).parts[:-1])
 

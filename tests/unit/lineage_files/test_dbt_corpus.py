@@ -56,8 +56,7 @@ def lineages() -> dict[str, FileLineage]:
 
 
 def relation(model: str) -> str:
-    aliases: dict[str, str] = expected()["aliases"]
-    return aliases.get(model, model)
+    return model  # a model is its name; an alias is a property (see DbtProject.relation_name)
 
 
 def dataset_reads(lineage: FileLineage) -> dict[str, dict[str, Any]]:

@@ -185,19 +185,19 @@ def test_column_lineage_through_ctes_and_macros() -> None:
     assert ("fct_orders.amount_usd", "stripe.payments.amount") in derives
 
 
-def test_alias_names_the_dataset_for_the_model_and_for_refs_to_it() -> None:
+def test_an_alias_is_a_property_and_refs_meet_the_model_whatever_they_know() -> None:
     own = model(
         "{{ config(alias='customers') }}\nselect id from {{ ref('stg_orders') }}",
         path="models/marts/dim_customers.sql",
     )
-    node = own.node("customers")
+    node = own.node("dim_customers")
     assert node.kind == NodeKind.DBT_MODEL
     assert node.properties["model_name"] == "dim_customers"
     assert node.properties["alias"] == "customers"
     referencing = model("select * from {{ ref('dim_customers') }}")
-    assert reads(referencing, "fct_orders") == {"customers"}
-    assert referencing.node("customers").path == "models/marts/dim_customers.sql"
-    assert referencing.node("customers").urn == node.urn
+    assert reads(referencing, "fct_orders") == {"dim_customers"}
+    assert referencing.node("dim_customers").path == "models/marts/dim_customers.sql"
+    assert referencing.node("dim_customers").urn == node.urn
 
 
 def test_ref_and_plain_sql_table_meet_on_one_dataset_node() -> None:
@@ -309,3 +309,16 @@ def test_datasets_read_by_a_model_are_dataset_kinds() -> None:
     for edge in view.lineage.edges:
         if edge.rel == Rel.READS_FROM:
             assert by_urn[edge.target].kind in DATASET_KINDS
+
+
+def test_model_that_is_one_macro_call_keeps_the_refs_inside_its_arguments() -> None:
+    content = """{{ dbt_utils.union_relations(
+    relations=[ref('orders_eu'), ref('orders_us')],
+    source_column_name='region'
+) }}
+"""
+    view = model(content)
+    assert reads(view, "fct_orders") == {"orders_eu", "orders_us"}
+    edge = view.edge(Rel.READS_FROM, "fct_orders", "orders_us")
+    assert (edge.line_start, edge.line_end) == (2, 2)
+    assert view.lineage.warnings == ()

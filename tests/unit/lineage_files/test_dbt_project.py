@@ -81,11 +81,11 @@ def test_is_model_file_and_model_name_for() -> None:
     assert dbt.is_seed_file("data/country_codes.csv")
 
 
-def test_aliases_from_model_config_and_properties_yaml() -> None:
+def test_aliases_from_model_config_and_properties_yaml_are_known_but_not_identities() -> None:
     yml = "version: 2\nmodels:\n  - name: stg_orders\n    config:\n      alias: orders\n"
     dbt = project(**{"transform/staging/schema.yml": yml})
-    assert dbt.relation_name("fct_revenue") == "revenue"
-    assert dbt.relation_name("stg_orders") == "orders"
+    assert dict(dbt.aliases) == {"fct_revenue": "revenue", "stg_orders": "orders"}
+    assert dbt.relation_name("fct_revenue") == "fct_revenue"
     assert dbt.relation_name("py_model") == "py_model"
     assert dbt.relation_name("Unknown_Model") == "unknown_model"
 

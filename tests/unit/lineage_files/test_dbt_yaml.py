@@ -123,7 +123,7 @@ def test_models_get_descriptions_config_and_columns_under_their_dataset_name() -
     column = view.node("stg_orders.order_id")
     assert column.properties["description"] == "Primary key."
     assert column.properties["tests"] == ["unique", "relationships"]
-    facts = view.node("orders")  # alias from the model's own config()
+    facts = view.node("fct_orders")  # the alias is a property, not the node's name
     assert facts.properties["model_name"] == "fct_orders"
     assert facts.properties["materialized"] == "table"
     assert facts.properties["tags"] == ["finance"]
