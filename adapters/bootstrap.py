@@ -277,7 +277,10 @@ def bootstrap(
     )
     index = index or build_vector_index(settings)
     app = app or UpstreamApplication(
-        env=settings.event_store_env(), max_file_bytes=settings.max_file_bytes
+        env=settings.event_store_env(),
+        max_file_bytes=settings.max_file_bytes,
+        count_tokens=getattr(embedder, "count_tokens", None),
+        max_tokens=settings.embedding_max_tokens,
     )
     graph = graph or build_graph_store(settings)
     vectors = VectorsProjection(embedder, index)

@@ -88,6 +88,9 @@ class InMemoryVectorIndex:
         ]
         return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
 
+    def find_where(self, field_name: str, value: str) -> list[VectorPoint]:
+        return [p for p in self.points.values() if p.payload.get(field_name) == value]
+
     def count(self) -> int:
         return len(self.points)
 

@@ -144,13 +144,11 @@ class QdrantVectorIndex:
             VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points
         ]
 
-    def count(self) -> int:
-        with self._lock:
-            if not self.client.collection_exists(self.collection):
-                return 0
-            return int(self.client.count(self.collection, exact=True).count)
+    def find_where(self, field_name: str, value: str) -> list[VectorPoint]:
+        condition = models.FieldCondition(key=field_name, match=models.MatchValue(value=value))
+        return self._scroll(models.Filter(must=[condition]))
 
-    def dump(self) -> list[VectorPoint]:
+    def _scroll(self, query_filter: models.Filter | None = None) -> list[VectorPoint]:
         points: list[VectorPoint] = []
         offset: Any = None
         with self._lock:
@@ -158,15 +156,27 @@ class QdrantVectorIndex:
                 return []
             while True:
                 batch, offset = self.client.scroll(
-                    self.collection, limit=1000, offset=offset, with_vectors=True
+                    self.collection,
+                    scroll_filter=query_filter,
+                    limit=1000,
+                    offset=offset,
+                    with_vectors=True,
                 )
                 points.extend(
                     VectorPoint(str(p.id), list(p.vector), dict(p.payload or {}))  # type: ignore[arg-type]
                     for p in batch
                 )
                 if offset is None:
-                    break
-        return sorted(points, key=lambda p: p.id)
+                    return points
+
+    def count(self) -> int:
+        with self._lock:
+            if not self.client.collection_exists(self.collection):
+                return 0
+            return int(self.client.count(self.collection, exact=True).count)
+
+    def dump(self) -> list[VectorPoint]:
+        return sorted(self._scroll(), key=lambda p: p.id)
 
     def drop(self) -> None:
         with self._lock:

@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
 
     embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
+    embedding_max_tokens: int = Field(default=256, alias="EMBEDDING_MAX_TOKENS", gt=16)
     embedding_batch_size: int = Field(default=64, alias="EMBEDDING_BATCH_SIZE", gt=0)
     projection_batch_size: int = Field(default=512, alias="PROJECTION_BATCH_SIZE", gt=0)
 

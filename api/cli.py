@@ -423,6 +423,26 @@ def bench_ingest(
     typer.echo(f"report: {write_report(result, out)}")
 
 
+@bench_cli.command("lineage")
+def bench_lineage(
+    corpus: Annotated[
+        list[Path] | None, typer.Argument(help="JSONL files or folders of cases")
+    ] = None,
+    out: ReportDir = Path("docs/benchmarks"),
+) -> None:
+    """Statements per second of the SQL lineage extractor (and sqllineage's, if installed)."""
+    from dataclasses import asdict
+
+    from bench.lineage import DEFAULT_CORPUS, run_lineage_bench, write_report
+
+    try:
+        result = run_lineage_bench(corpus or [DEFAULT_CORPUS])
+    except (ValueError, OSError) as error:
+        _fail(str(error), 2)
+    typer.echo(json.dumps(asdict(result), indent=2))
+    typer.echo(f"report: {write_report(result, out)}")
+
+
 @bench_cli.command("crash")
 def bench_crash(
     files: Annotated[int, typer.Option(help="Files to ingest")] = 200,

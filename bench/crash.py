@@ -17,7 +17,6 @@ from adapters.settings import Settings
 from bench.corpus import generate
 from bench.service import ServeProcess, pid_alive
 from commands.sources.local import LocalFile, walk
-from domain.chunking import chunk_lines
 
 
 @dataclass
@@ -107,8 +106,8 @@ async def _verify(data: Path, corpus: list[LocalFile], report: CrashReport) -> N
     await container.start()
     try:
         live = container.index.dump()
-        _check_points(live, corpus, report)
-        _check_events(container.app, report)
+        expected_chunks = _check_events(container.app, report)
+        _check_points(live, corpus, expected_chunks, report)
         live_graph = container.graph.dump()
         await container.replay()
         rebuilt = container.index.dump()
@@ -120,7 +119,9 @@ async def _verify(data: Path, corpus: list[LocalFile], report: CrashReport) -> N
         await container.stop()
 
 
-def _check_points(points: list[Any], corpus: list[LocalFile], report: CrashReport) -> None:
+def _check_points(
+    points: list[Any], corpus: list[LocalFile], expected: dict[str, int], report: CrashReport
+) -> None:
     by_file: dict[str, list[int]] = {}
     for point in points:
         by_file.setdefault(point.payload["path"], []).append(point.payload["chunk_index"])
@@ -131,17 +132,23 @@ def _check_points(points: list[Any], corpus: list[LocalFile], report: CrashRepor
             continue
         if len(indexes) != len(set(indexes)):
             report.duplicated_chunks.append(f.path)
-        if len(indexes) != len(chunk_lines(f.path, f.content)):
+        if len(indexes) != expected.get(f.path):
             report.wrong_chunk_counts.append(f.path)
 
 
-def _check_events(app: Any, report: CrashReport) -> None:
+def _check_events(app: Any, report: CrashReport) -> dict[str, int]:
+    """Each file ingested once; returns the chunk count each file's FileChunked recorded."""
     ingests: Counter[str] = Counter()
+    chunks: dict[str, int] = {}
     position = 0
     while batch := app.read(position, 500):
         ingests.update(e.payload["file_urn"] for e in batch if e.event_type == "FileIngested")
+        for e in batch:
+            if e.event_type == "FileChunked":
+                chunks[e.payload["path"]] = len(e.payload["chunks"])
         position = batch[-1].position
     report.extra_ingests = sorted(urn for urn, n in ingests.items() if n != 1)
+    return chunks
 
 
 def _same(live: list[Any], rebuilt: list[Any]) -> tuple[bool, str]:

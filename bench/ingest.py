@@ -21,7 +21,7 @@ from bus.subjects import CMD_INGEST_FILE
 from commands.application import UpstreamApplication
 from commands.models import IngestFile
 from commands.sources.local import LocalFile, walk
-from domain.chunking import chunk_lines
+from domain.chunkers import chunk_file
 from projections.vectors import embedding_text
 
 
@@ -51,7 +51,11 @@ def _corpus(root: Path, files: int) -> list[LocalFile]:
 def _raw_encode(
     embedder: SentenceTransformerEmbedder, corpus: list[LocalFile]
 ) -> tuple[int, float]:
-    texts = [embedding_text(f.path, c.text) for f in corpus for c in chunk_lines(f.path, f.content)]
+    texts = [
+        embedding_text(f.path, c.text)
+        for f in corpus
+        for c in chunk_file(f.path, f.content, count_tokens=embedder.count_tokens)
+    ]
     started = time.perf_counter()
     embedder.embed(texts)
     return len(texts), time.perf_counter() - started
@@ -119,7 +123,9 @@ async def _end_to_end(
             "reingest_events": reingest_events,
             "reingest_embedded": reingest_embedded,
             "edit_embedded": projection.embedded_texts - before_embedded,
-            "edit_chunks": len(chunk_lines(edited.path, edited_content)),
+            "edit_chunks": len(
+                chunk_file(edited.path, edited_content, count_tokens=embedder.count_tokens)
+            ),
         }
     finally:
         await container.stop()

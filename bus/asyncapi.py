@@ -19,10 +19,14 @@ from domain.envelope import SCHEMA_VERSION
 
 class ChunkPayload(BaseModel):
     index: int
-    text: str
+    text: str = Field(description="May start with a context line (e.g. a def) outside the range")
     line_start: int
     line_end: int
-    chunk_type: str
+    chunk_type: str = Field(description="sql_view, sql_procedure, python_function, dbt_model, ...")
+    name: str | None = Field(description="The statement's target, function or heading")
+    parent: str | None = Field(description="E.g. the class of a method")
+    tables: list[str]
+    columns: list[str]
 
 
 class RegisteredPayload(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eventsourcing.application import Application
@@ -11,6 +11,7 @@ from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import IntegrityError, Notification
 
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
+from domain.chunkers import chunk_file
 from domain.dbt import DbtProject
 from domain.dbt_record import DbtProjectRecord, candidate_roots, dbt_root_of
 from domain.envelope import EventEnvelope, snake_case
@@ -38,9 +39,17 @@ class UpstreamApplication(Application[Any]):
     name = APP_NAME
     max_file_bytes = DEFAULT_MAX_FILE_BYTES
 
-    def __init__(self, env: Mapping[str, str] | None = None, max_file_bytes: int | None = None):
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        max_file_bytes: int | None = None,
+        count_tokens: Callable[[str], int] | None = None,
+        max_tokens: int = 256,
+    ):
         # Aggregates are cached: looking up dbt project records per file must stay cheap.
         super().__init__(env={"AGGREGATE_CACHE_MAXSIZE": "10000", **(env or {})})
+        self.count_tokens = count_tokens  # the embedding model's tokenizer, when there is one
+        self.max_tokens = max_tokens
         if max_file_bytes is not None:
             self.max_file_bytes = max_file_bytes
 
@@ -78,7 +87,14 @@ class UpstreamApplication(Application[Any]):
             dialect=request.dialect,
             dbt=self._dbt_project_for(request, dbt_record),
         )
-        changed = ingest(existing, request, lineage)
+        chunks = chunk_file(
+            request.path,
+            request.content,
+            max_tokens=self.max_tokens,
+            count_tokens=self.count_tokens,
+            dialect=request.dialect,
+        )
+        changed = ingest(existing, request, chunks, lineage)
         if changed is None:
             return CommandResult(
                 accepted=True, aggregate_id=str(aggregate_id), position=self.max_position()

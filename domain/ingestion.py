@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -11,7 +12,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.chunking import chunk_lines
+from domain.chunking import Chunk
 from domain.errors import BinaryContent, ContentTooLarge, EmptyPath, InvalidPath
 from domain.graph import FileLineage
 from domain.urn import Urn, validate_project_id
@@ -199,9 +200,15 @@ def _fingerprint(data: dict[str, Any]) -> str:
 
 
 def ingest(
-    existing: SourceFile | None, request: FileToIngest, lineage: FileLineage | None = None
+    existing: SourceFile | None,
+    request: FileToIngest,
+    chunks: Sequence[Chunk],
+    lineage: FileLineage | None = None,
 ) -> SourceFile | None:
-    """Decide what ingesting `request` records: None when the content is unchanged."""
+    """Decide what ingesting `request` records: None when the content is unchanged.
+
+    Chunks and lineage are computed by the caller (pure functions of the content), so the
+    events carry facts and a replay never re-parses."""
     digest = content_hash(request.content)
     if existing is not None and existing.content_hash == digest:
         return None
@@ -214,7 +221,6 @@ def ingest(
         tags=tags,
         file_urn=request.file_urn,
     )
-    chunks = [c.to_dict() for c in chunk_lines(request.path, request.content)]
     source_file.record_chunks(
         tenant_id=request.tenant_id,
         project_id=request.project_id,
@@ -222,7 +228,7 @@ def ingest(
         file_urn=request.file_urn,
         tags=tags,
         content_hash=digest,
-        chunks=chunks,
+        chunks=[c.to_dict() for c in chunks],
     )
     if lineage is not None:
         source_file.record_lineage_difference(lineage, request.dialect)

@@ -61,6 +61,9 @@ class VectorIndex(Protocol):
         self, vector: Sequence[float], limit: int, filters: dict[str, str] | None = None
     ) -> list[VectorHit]: ...
 
+    def find_where(self, field_name: str, value: str) -> list[VectorPoint]:
+        """The points whose payload `field_name` equals `value`, with their vectors."""
+
     def count(self) -> int: ...
 
     def dump(self) -> list[VectorPoint]:

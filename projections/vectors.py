@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ class VectorsProjection:
         self.index = index
         self._position: int | None = None
         self.embedded_texts = 0
+        self.reused_vectors = 0
 
     def start(self) -> None:
         self.index.ensure(self.embedder.dimension, self.embedder.model_name)
@@ -57,7 +59,7 @@ class VectorsProjection:
         if not fresh:
             return
         files = [_points_for(e) for e in fresh if e.event_type == "FileChunked"]
-        vectors = iter(self._embed([text for f in files for _, text, _ in f.points]))
+        vectors = iter(self._vectors_for(files))
         chunked = iter(files)
         for envelope in fresh:  # in order: a deletion after a new version wins, and vice versa
             if envelope.event_type == "FileChunked":
@@ -74,6 +76,28 @@ class VectorsProjection:
         self.index.drop()
         self._position = 0
         self.start()
+
+    def _vectors_for(self, files: list[_FileChunks]) -> list[list[float]]:
+        """Embed only new text: a chunk whose text the file already had keeps its vector."""
+        known = self._known_vectors(files)
+        points = [p for f in files for p in f.points]
+        vectors: list[list[float] | None] = [
+            known.get(payload["text_hash"]) for *_, payload in points
+        ]
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        for slot, vector in zip(missing, self._embed([points[i][1] for i in missing]), strict=True):
+            vectors[slot] = vector
+        self.reused_vectors += len(points) - len(missing)
+        return [v for v in vectors if v is not None]
+
+    def _known_vectors(self, files: list[_FileChunks]) -> dict[str, list[float]]:
+        known: dict[str, list[float]] = {}
+        for key in {
+            f.envelope.payload["tenant_id"] + "|" + f.envelope.payload["file_urn"] for f in files
+        }:
+            for point in self.index.find_where("file_key", key):
+                known.setdefault(point.payload.get("text_hash", ""), point.vector)
+        return known
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -100,6 +124,10 @@ class VectorsProjection:
         )
 
 
+def _text_hash(path: str, text: str) -> str:
+    return hashlib.sha256(embedding_text(path, text).encode()).hexdigest()
+
+
 def _file_key(tenant_id: str, file_urn: str) -> str:
     return f"{tenant_id}|{file_urn}"
 
@@ -120,8 +148,12 @@ def _points_for(envelope: EventEnvelope) -> _FileChunks:
             "line_start": chunk["line_start"],
             "line_end": chunk["line_end"],
             "chunk_type": chunk["chunk_type"],
+            "name": chunk.get("name"),
+            "tables": list(chunk.get("tables", [])),
+            "columns": list(chunk.get("columns", [])),
             "chunk_index": chunk["index"],
             "text": chunk["text"],
+            "text_hash": _text_hash(envelope.payload["path"], chunk["text"]),
             "content_hash": p["content_hash"],
             "position": envelope.position,
         }

@@ -6,7 +6,6 @@ import pytest
 
 from commands.application import UpstreamApplication
 from commands.models import IngestFile
-from domain.chunking import chunk_lines
 from domain.errors import BinaryContent, ContentTooLarge, EmptyPath, InvalidPath, InvalidProjectId
 from domain.ingestion import normalise_path
 from domain.urn import Urn
@@ -94,24 +93,6 @@ def test_invalid_project_id_is_refused(memory_app: UpstreamApplication):
 def test_paths_are_normalised_to_repository_relative_posix():
     assert normalise_path("./models\\x.sql") == "models/x.sql"
     assert normalise_path("/abs/x.sql") == "abs/x.sql"
-
-
-def test_line_windows_cover_every_line_and_stay_small():
-    content = "\n".join(f"line {i} " + "w" * (i % 50) for i in range(200))
-    chunks = chunk_lines("a.sql", content, max_lines=30, max_chars=900)
-
-    covered = set()
-    for chunk in chunks:
-        assert len(chunk.text) <= 900
-        covered.update(range(chunk.line_start, chunk.line_end + 1))
-        assert chunk.chunk_type == "sql"
-    assert covered == set(range(1, 201))
-    assert [c.index for c in chunks] == list(range(len(chunks)))
-
-
-def test_a_long_single_line_is_split_not_dropped():
-    chunks = chunk_lines("a.md", "x" * 2000, max_chars=900)
-    assert "".join(c.text for c in chunks) == "x" * 2000
 
 
 def test_urns_round_trip():

@@ -34,7 +34,8 @@ def test_chunks_become_points_with_evidence_payload(memory_app, projection, memo
     assert point.payload["file_urn"] == "urn:li:file:p:models/a.sql"
     assert point.payload["path"] == "models/a.sql"
     assert (point.payload["line_start"], point.payload["line_end"]) == (1, 1)
-    assert point.payload["chunk_type"] == "sql"
+    assert point.payload["chunk_type"] == "sql_statement"
+    assert point.payload["tables"] == ["orders"]
     assert point.payload["tenant_id"] == "default" and point.payload["tags"] == ["finance"]
     assert projection.position() == memory_app.max_position()
 
@@ -92,3 +93,17 @@ def test_search_never_returns_another_tenants_chunks(memory_app, projection):
     hits = search.search("secret revenue", tenant_id="acme", top_k=10)
 
     assert [h.path for h in hits] == ["a.sql"]
+
+
+def test_a_one_statement_edit_re_embeds_only_that_chunk(memory_app, projection, embedder):
+    statements = [f"create view v{i} as select c{i} from t{i};" for i in range(3)]
+    _ingest(memory_app, "views.sql", "\n\n".join(statements))
+    catch_up(projection, memory_app)
+    before = embedder.texts_embedded
+
+    statements[1] = "create view v1 as select other_column from t1;"
+    _ingest(memory_app, "views.sql", "\n\n".join(statements))
+    catch_up(projection, memory_app)
+
+    assert embedder.texts_embedded - before == 1
+    assert projection.reused_vectors == 2
