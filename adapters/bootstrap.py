@@ -57,6 +57,7 @@ class Container:
     broker: Any = None
     command_bus: Any = None
     relay: Any = None
+    reindex: Any = None
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
@@ -76,6 +77,7 @@ class Container:
         if self.role in ("serve", "worker"):
             await self._astep("catch up read models", self._catch_up_all)
             await self._astep("command handlers, relay, projections", self._start_write_side)
+            self._start_reindex_schedule()
         if self.role != "offline":
             await self._astep("broker", self.broker.start)
         self.started_at = time.time()
@@ -87,6 +89,8 @@ class Container:
         )
 
     async def stop(self) -> None:
+        if self.reindex is not None:
+            await self.reindex.stop()
         for runner in self.runners.values():
             await runner.stop()
         if self.relay is not None:
@@ -161,6 +165,17 @@ class Container:
             name=f"upstream-{self.role}-commands",
         )
         self.command_bus = CommandBus(self.broker)
+
+    def _start_reindex_schedule(self) -> None:
+        if not self.settings.reindex_schedule:
+            return
+        from domain.index_tuning import CronSchedule
+        from queries.index_maintenance import ReindexJob
+
+        schedule = CronSchedule.parse(self.settings.reindex_schedule)
+        self.reindex = ReindexJob(self.index, self.embedder, schedule)
+        self.reindex.start()
+        log.info("index maintenance scheduled: %s", self.settings.reindex_schedule)
 
     def _ensure_read_models(self) -> None:
         for projection in self.projections.values():

@@ -6,6 +6,7 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from domain.ports import VectorHit, VectorPoint
 
@@ -93,6 +94,15 @@ class InMemoryVectorIndex:
 
     def count(self) -> int:
         return len(self.points)
+
+    def optimize(self) -> None:
+        self.optimized = getattr(self, "optimized", 0) + 1
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "vectors": len(self.points),
+            "bytes": sum(8 * len(p.vector) for p in self.points.values()),
+        }
 
     def dump(self) -> list[VectorPoint]:
         return [self.points[k] for k in sorted(self.points)]

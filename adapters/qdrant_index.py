@@ -169,6 +169,33 @@ class QdrantVectorIndex:
                 if offset is None:
                     return points
 
+    def optimize(self) -> None:
+        """A server re-runs its optimisers when their config is updated; local mode has none."""
+        if self._url is None:
+            return
+        with self._lock:
+            self.client.update_collection(
+                self.collection,
+                optimizers_config=models.OptimizersConfigDiff(indexing_threshold=20_000),
+            )
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            if not self.client.collection_exists(self.collection):
+                return {"vectors": 0}
+            info = self.client.get_collection(self.collection)
+        stats: dict[str, Any] = {
+            "vectors": self.count(),
+            "indexed_vectors": info.indexed_vectors_count,
+            "segments": info.segments_count,
+            "status": str(info.status),
+        }
+        if self._path is not None:
+            stats["disk_bytes"] = sum(
+                f.stat().st_size for f in self._path.rglob("*") if f.is_file()
+            )
+        return stats
+
     def count(self) -> int:
         with self._lock:
             if not self.client.collection_exists(self.collection):

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     neo4j_database: str | None = Field(default=None, alias="NEO4J_DATABASE")
     graph_path: Path | None = Field(default=None, alias="GRAPH_PATH")
 
+    reindex_schedule: str | None = Field(default=None, alias="REINDEX_SCHEDULE")
+
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
 
     embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
@@ -62,6 +64,15 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("reindex_schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value:
+            from domain.index_tuning import CronSchedule
+
+            CronSchedule.parse(value)  # a bad schedule fails at start-up, with its reason
+        return value or None
 
     @property
     def profile(self) -> str:

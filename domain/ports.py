@@ -66,6 +66,12 @@ class VectorIndex(Protocol):
 
     def count(self) -> int: ...
 
+    def optimize(self) -> None:
+        """Ask the backend to optimise (rebuild segments and the HNSW graph) now."""
+
+    def stats(self) -> dict[str, Any]:
+        """Vector count, memory/disk use and index settings, as the backend reports them."""
+
     def dump(self) -> list[VectorPoint]:
         """Every point, sorted by id (for comparing a rebuilt read model with a live one)."""
 

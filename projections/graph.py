@@ -33,8 +33,8 @@ class GraphProjection:
         fresh = [e for e in envelopes if e.position > self.position()]
         if not fresh:
             return
-        for envelope in fresh:
-            self._apply(envelope)
+        for run in _runs(fresh):
+            self._apply_run(run)
         last = fresh[-1].position
         self.store.save_checkpoint(self.name, last)
         self._position = last
@@ -44,18 +44,42 @@ class GraphProjection:
         self._position = 0
         self.start()
 
-    def _apply(self, envelope: EventEnvelope) -> None:
-        p = envelope.payload
-        if envelope.event_type == "LineageExtracted":
+    def _apply_run(self, run: list[EventEnvelope]) -> None:
+        """A run of LineageExtracted events of one tenant is one write: upserts in order, the
+        later version of a node or edge winning, as if applied one by one."""
+        if len(run) > 1 or run[0].event_type == "LineageExtracted":
+            first = run[0].payload
             self.store.apply_file(
-                p["tenant_id"],
-                p["project_id"],
-                p["path"],
-                [LineageNode.from_dict(n) for n in p["nodes"]],
-                [LineageEdge.from_dict(e) for e in p["edges"]],
+                first["tenant_id"],
+                first["project_id"],
+                first["path"],
+                [LineageNode.from_dict(n) for e in run for n in e.payload["nodes"]],
+                [LineageEdge.from_dict(x) for e in run for x in e.payload["edges"]],
                 [],
             )
-        elif envelope.event_type == "LineageEdgesRetracted":
+            return
+        self._apply(run[0])
+
+    def _apply(self, envelope: EventEnvelope) -> None:
+        p = envelope.payload
+        if envelope.event_type == "LineageEdgesRetracted":
             self.store.apply_file(p["tenant_id"], p["project_id"], p["path"], [], [], p["edge_ids"])
         elif envelope.event_type == "FileDeleted":
             self.store.remove_file(p["tenant_id"], p["project_id"], p["path"])
+
+
+def _runs(envelopes: Sequence[EventEnvelope]) -> list[list[EventEnvelope]]:
+    """Group consecutive LineageExtracted events of one tenant; anything else stands alone."""
+    runs: list[list[EventEnvelope]] = []
+    for envelope in envelopes:
+        joinable = (
+            envelope.event_type == "LineageExtracted"
+            and bool(runs)
+            and runs[-1][-1].event_type == "LineageExtracted"
+            and runs[-1][-1].payload["tenant_id"] == envelope.payload["tenant_id"]
+        )
+        if joinable:
+            runs[-1].append(envelope)
+        else:
+            runs.append([envelope])
+    return runs

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.envelope import EventEnvelope
+from domain.index_tuning import recommended_hnsw, tier_of
 from domain.ports import Embedder, VectorIndex, VectorPoint
 from domain.urn import Urn
 
@@ -45,6 +46,8 @@ class VectorsProjection:
         self._position: int | None = None
         self.embedded_texts = 0
         self.reused_vectors = 0
+        self.failed_chunks = 0
+        self._tier: int | None = None
 
     def start(self) -> None:
         self.index.ensure(self.embedder.dimension, self.embedder.model_name)
@@ -71,6 +74,8 @@ class VectorsProjection:
         last = fresh[-1].position
         self.index.save_checkpoint(self.name, last)
         self._position = last
+        if files:
+            self._advise_on_size()
 
     def reset(self) -> None:
         self.index.drop()
@@ -104,17 +109,56 @@ class VectorsProjection:
             return []
         # Sorting by length keeps padding low inside each model batch; restore order after.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = self.embedder.embed([texts[i] for i in order])
+        try:
+            vectors = self.embedder.embed([texts[i] for i in order])
+        except Exception as error:  # one bad text must not block the others: go one by one
+            log.warning(
+                "embedding a batch of %d with %s failed (%s); retrying each text",
+                len(texts),
+                self.embedder.model_name,
+                error,
+            )
+            vectors = [self._embed_one(texts[i]) for i in order]
         result: list[list[float]] = [[] for _ in texts]
         for slot, i in enumerate(order):
             result[i] = vectors[slot]
         self.embedded_texts += len(texts)
         return result
 
+    def _embed_one(self, text: str, attempts: int = 3) -> list[float]:
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.embedder.embed([text])[0]
+            except Exception as error:
+                last = error
+                log.warning("embedding attempt %d/%d failed: %s", attempt, attempts, error)
+        self.failed_chunks += 1
+        log.error(
+            "chunk not embedded after %d attempts (%s); left out, the rest of the file goes on",
+            attempts,
+            last,
+        )
+        return []  # no point for it; counted in failed_chunks, tried again with the next version
+
+    def _advise_on_size(self) -> None:
+        count = self.index.count()
+        tier = tier_of(count)
+        if tier != self._tier:
+            advice = recommended_hnsw(count)
+            log.info(
+                "vector collection holds %d vectors: recommended HNSW m=%d ef_construct=%d "
+                "(QDRANT_HNSW_M, QDRANT_HNSW_EF_CONSTRUCT)",
+                count,
+                advice.m,
+                advice.ef_construct,
+            )
+            self._tier = tier
+
     def _replace_file(self, file_chunks: _FileChunks, vectors: list[list[float]]) -> None:
         points = [
             VectorPoint(pid, vector, payload)
             for (pid, _, payload), vector in zip(file_chunks.points, vectors, strict=True)
+            if vector  # a chunk whose embedding failed has none
         ]
         payload = file_chunks.envelope.payload
         self.index.upsert(points)

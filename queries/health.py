@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from domain.index_tuning import recommended_hnsw
+
 OK, DEGRADED, DOWN = "ok", "degraded", "down"
 
 
@@ -21,6 +23,7 @@ class HealthSources(Protocol):
     nats_server: Any
     broker: Any
     relay: Any
+    reindex: Any
     runners: dict[str, Any]
     startup: list[Any]
     started_at: float | None
@@ -122,6 +125,9 @@ def _vector_store(sources: HealthSources) -> dict[str, Any]:
         "collection": settings.qdrant_collection,
         "points": points,
         "hnsw": {"m": settings.qdrant_hnsw_m, "ef_construct": settings.qdrant_hnsw_ef_construct},
+        "recommended_hnsw": recommended_hnsw(points).to_dict(),
+        "reindex_schedule": settings.reindex_schedule,
+        "last_reindex": sources.reindex.last_report if sources.reindex else None,
     }
 
 

@@ -39,11 +39,14 @@ class SearchService:
         project_id: str | None = None,
         tenant_id: str = "default",
         top_k: int = 10,
+        path: str | None = None,
+        chunk_type: str | None = None,
     ) -> list[SearchHit]:
+        """`path` and `chunk_type` narrow the search to one file or one kind of chunk."""
         vector = self.embedder.embed([query])[0]
         filters = {"tenant_id": tenant_id}
-        if project_id:
-            filters["project_id"] = project_id
+        optional = {"project_id": project_id, "path": path, "chunk_type": chunk_type}
+        filters.update({k: v for k, v in optional.items() if v})
         hits = self.index.search(vector, top_k, filters)
         return [
             SearchHit(

@@ -18,6 +18,10 @@ class SearchRequest(BaseModel):
     project_id: str | None = None
     tenant_id: str = "default"
     top_k: int = Field(default=10, ge=1, le=100)
+    path: str | None = Field(default=None, description="Only chunks of this file")
+    chunk_type: str | None = Field(
+        default=None, description="Only this kind of chunk: sql_view, python_function, ..."
+    )
 
 
 class Hit(BaseModel):
@@ -35,6 +39,7 @@ class Hit(BaseModel):
 class SearchResponse(BaseModel):
     query: str
     hits: list[Hit]
+    filters: dict[str, str]
     took_ms: float
 
 
@@ -49,9 +54,20 @@ async def search(body: SearchRequest, container: ContainerDep, request: Request)
             project_id=body.project_id,
             tenant_id=body.tenant_id,
             top_k=body.top_k,
+            path=body.path,
+            chunk_type=body.chunk_type,
         )
     return SearchResponse(
         query=body.query,
         hits=[Hit.model_validate(h.to_dict()) for h in hits],
+        filters={
+            k: v
+            for k, v in {
+                "project_id": body.project_id,
+                "path": body.path,
+                "chunk_type": body.chunk_type,
+            }.items()
+            if v
+        },
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )

@@ -115,3 +115,25 @@ def test_metrics_are_prometheus_text_with_lag_and_progress(service):
     assert 'upstream_projection_applied_total{projection="vectors"}' in text
     assert f"upstream_relay_published_total {head}.0" in text
     assert "upstream_search_seconds_count 1.0" in text
+
+
+@pytest.mark.spec("LLM-09.1", "LLM-09.2")
+def test_search_filters_by_file_path_and_chunk_type_and_says_so(service):
+    files = [
+        {"path": "views.sql", "content": "create view revenue_v as select amount from orders;"},
+        {"path": "load.py", "content": "def load_revenue():\n    return 'amount from orders'\n"},
+    ]
+    service.post("/api/v1/ingest?wait=true", json={"project_id": "f", "files": files})
+
+    by_path = service.post(
+        "/api/v1/search", json={"query": "revenue amount", "project_id": "f", "path": "load.py"}
+    ).json()
+    assert {h["path"] for h in by_path["hits"]} == {"load.py"}
+    assert by_path["filters"] == {"project_id": "f", "path": "load.py"}
+
+    by_type = service.post(
+        "/api/v1/search",
+        json={"query": "revenue amount", "project_id": "f", "chunk_type": "sql_view"},
+    ).json()
+    assert [h["chunk_type"] for h in by_type["hits"]] == ["sql_view"]
+    assert by_type["filters"]["chunk_type"] == "sql_view"

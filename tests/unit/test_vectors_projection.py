@@ -107,3 +107,29 @@ def test_a_one_statement_edit_re_embeds_only_that_chunk(memory_app, projection, 
 
     assert embedder.texts_embedded - before == 1
     assert projection.reused_vectors == 2
+
+
+class FlakyEmbedder(HashingEmbedder):
+    """Fails on any batch holding a poisoned text, and on that text alone."""
+
+    def embed(self, texts):
+        if any("POISON" in t for t in texts):
+            raise RuntimeError("model rejected the input")
+        return super().embed(texts)
+
+
+@pytest.mark.spec("LLM-41.1")
+def test_a_chunk_that_cannot_be_embedded_does_not_block_the_rest(memory_app, memory_index):
+    embedder = FlakyEmbedder()
+    projection = VectorsProjection(embedder, memory_index)
+    projection.start()
+    statements = ["create view a as select x from t;", "create view b as select POISON from t;"]
+    _ingest(memory_app, "v.sql", "\n\n".join(statements))
+    _ingest(memory_app, "w.sql", "create view c as select y from u;")
+
+    catch_up(projection, memory_app)
+
+    assert sorted(p.payload["name"] for p in memory_index.dump()) == ["a", "c"]
+    assert projection.failed_chunks == 1
+    assert projection.position() == memory_app.max_position()  # nothing is stuck behind it
+    assert embedder.model_name == memory_index.model[1]  # every call names the model in use
