@@ -22,6 +22,7 @@ from commands.application import UpstreamApplication
 from commands.models import IngestFile
 from commands.sources.local import LocalFile, walk
 from domain.chunkers import chunk_file
+from domain.ingestion import FileToIngest, ingest
 from projections.vectors import embedding_text
 
 
@@ -34,8 +35,11 @@ class IngestBench:
     end_to_end_s: float
     end_to_end_chunks_per_s: float
     ratio_to_raw: float
+    commands_per_s: float
     event_store_events_per_s: float
     relay_events_per_s: float
+    events: int
+    spine_share_of_end_to_end: float
     reingest_unchanged_s: float
     reingest_new_events: int
     reingest_embedded_chunks: int
@@ -61,13 +65,42 @@ def _raw_encode(
     return len(texts), time.perf_counter() - started
 
 
-def _store_rate(work: Path, corpus: list[LocalFile]) -> tuple[UpstreamApplication, float]:
+def _store_rate(
+    work: Path, corpus: list[LocalFile], count_tokens: Any
+) -> tuple[UpstreamApplication, float, float]:
+    """Commands/s through the whole handler (chunk, extract lineage, save), and the event
+    store's own write rate (saving the same aggregates, decided beforehand)."""
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(work / "ev.db")}
-    app = UpstreamApplication(env=env, max_file_bytes=10_000_000)
+    app = UpstreamApplication(env=env, max_file_bytes=10_000_000, count_tokens=count_tokens)
     started = time.perf_counter()
     for f in corpus:
         app.ingest_file(IngestFile(project_id="bench", path=f.path, content=f.content))
-    return app, app.max_position() / (time.perf_counter() - started)
+    handler_s = time.perf_counter() - started
+    env2 = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(work / "ev2.db")}
+    second = UpstreamApplication(env=env2, max_file_bytes=10_000_000)
+    decided = [
+        ingest(None, _request(f), chunk_file(f.path, f.content, count_tokens=count_tokens))
+        for f in corpus
+    ]
+    started = time.perf_counter()
+    for aggregate in decided:
+        second.save(aggregate)
+    store_s = time.perf_counter() - started
+    events = second.max_position()
+    second.close()
+    return app, len(corpus) / handler_s, events / store_s
+
+
+def _request(f: LocalFile) -> FileToIngest:
+    return FileToIngest.validated(
+        tenant_id="default",
+        project_id="bench",
+        path=f.path,
+        content=f.content,
+        source="bench",
+        tags=(),
+        max_bytes=10_000_000,
+    )
 
 
 async def _relay_rate(work: Path, app: UpstreamApplication) -> float:
@@ -148,7 +181,8 @@ def run_ingest_bench(files: int = 200) -> IngestBench:
         work = Path(tmp)
         corpus = _corpus(work / "repo", files)
         chunks, raw_first = _raw_encode(embedder, corpus)
-        app, store_rate = _store_rate(work, corpus)
+        app, command_rate, store_rate = _store_rate(work, corpus, embedder.count_tokens)
+        events = app.max_position()
         relay_rate = asyncio.run(_relay_rate(work, app))
         app.close()
         e2e = asyncio.run(_end_to_end(work, corpus, embedder))
@@ -162,8 +196,13 @@ def run_ingest_bench(files: int = 200) -> IngestBench:
         end_to_end_s=round(e2e["elapsed"], 2),
         end_to_end_chunks_per_s=round(chunks / e2e["elapsed"], 1),
         ratio_to_raw=round(raw_s / e2e["elapsed"], 3),
+        commands_per_s=round(command_rate, 1),
         event_store_events_per_s=round(store_rate, 1),
         relay_events_per_s=round(relay_rate, 1),
+        events=events,
+        spine_share_of_end_to_end=round(
+            (events / store_rate + events / relay_rate) / e2e["elapsed"], 4
+        ),
         reingest_unchanged_s=round(e2e["reingest_s"], 2),
         reingest_new_events=e2e["reingest_events"],
         reingest_embedded_chunks=e2e["reingest_embedded"],
@@ -184,7 +223,14 @@ def write_report(result: IngestBench, out_dir: Path) -> Path:
         "Raw = `SentenceTransformer.encode` of exactly the texts the projection embeds, in one "
         "call, measured before and after the end-to-end run (mean). End to end = from the first "
         "`IngestFile` command on NATS to the vectors read model having applied the last event. "
-        "ratio_to_raw = raw time / end-to-end time (1.0 = the spine costs nothing).\n\n"
+        "ratio_to_raw = raw time / end-to-end time (1.0 = the spine costs nothing). The "
+        "end-to-end run also does the work that is not spine: chunking with the model's "
+        "tokenizer, SQL/dbt/Python lineage extraction in the command handler, and the graph "
+        "projection's writes, all on the same 2 cores as the model. commands_per_s is the "
+        "whole IngestFile handler (chunk, extract lineage, save); event_store_events_per_s is "
+        "the store's own write rate for the same aggregates; relay_events_per_s publishes "
+        "them to JetStream; spine_share_of_end_to_end is the time those two take for this "
+        "run's events, over the end-to-end time.\n\n"
         f"| measure | value |\n|---|---|\n{rows}\n\n"
         "Reproduce: `upstream bench ingest --files 200`.\n"
     )

@@ -51,6 +51,7 @@ class FileChunkedPayload(BaseModel):
     tags: list[str]
     content_hash: str
     chunks: list[ChunkPayload]
+    source: str = Field(description="cli, upload, upload:<archive>, or the repository URL")
 
 
 class NodePayload(BaseModel):

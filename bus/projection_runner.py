@@ -38,6 +38,8 @@ class ProjectionRunner:
         batch_size: int = 512,
         fetch_timeout_s: float = 0.5,
         max_backoff_s: float = 30.0,
+        linger_s: float = 0.05,
+        linger_rounds: int = 4,
     ) -> None:
         self.js = js
         self.projection = projection
@@ -45,6 +47,8 @@ class ProjectionRunner:
         self.batch_size = batch_size
         self.fetch_timeout_s = fetch_timeout_s
         self.max_backoff_s = max_backoff_s
+        self.linger_s = linger_s
+        self.linger_rounds = linger_rounds
         self.failures = 0
         self.last_error: str | None = None
         self.applied = 0
@@ -95,7 +99,20 @@ class ProjectionRunner:
                 await asyncio.sleep(1.0)
                 continue
             if messages:
-                await self._apply_until_done(messages)
+                await self._apply_until_done(await self._top_up(messages))
+
+    async def _top_up(self, messages: list[Any]) -> list[Any]:
+        """Micro-batching: during a burst, wait a moment for more so the model sees full
+        batches (one embed call of 500 chunks beats fifty of 10)."""
+        for _ in range(self.linger_rounds):
+            if len(messages) >= self.batch_size:
+                break
+            try:
+                more = await self._sub.fetch(self.batch_size - len(messages), timeout=self.linger_s)
+            except (NatsTimeoutError, TimeoutError):
+                break
+            messages.extend(more)
+        return messages
 
     async def _apply_until_done(self, messages: list[Any]) -> None:
         envelopes = [EventEnvelope.from_json(m.data) for m in messages]

@@ -120,6 +120,7 @@ class SourceFile(Aggregate):
         tags: list[str],
         content_hash: str,
         chunks: list[dict[str, Any]],
+        source: str = "",
     ) -> None:
         pass
 
@@ -229,6 +230,7 @@ def ingest(
         tags=tags,
         content_hash=digest,
         chunks=[c.to_dict() for c in chunks],
+        source=request.source,
     )
     if lineage is not None:
         source_file.record_lineage_difference(lineage, request.dialect)

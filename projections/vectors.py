@@ -12,6 +12,7 @@ from typing import Any
 from domain.envelope import EventEnvelope
 from domain.index_tuning import recommended_hnsw, tier_of
 from domain.ports import Embedder, VectorIndex, VectorPoint
+from domain.repository import Repository
 from domain.urn import Urn
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,10 @@ class VectorsProjection:
         )
 
 
+def repository_id(tenant_id: str, project_id: str, source: str) -> str:
+    return str(Repository.create_id(tenant_id, project_id, source))
+
+
 def _text_hash(path: str, text: str) -> str:
     return hashlib.sha256(embedding_text(path, text).encode()).hexdigest()
 
@@ -189,6 +194,10 @@ def _points_for(envelope: EventEnvelope) -> _FileChunks:
             "tenant_id": p["tenant_id"],
             "tags": list(p["tags"]),
             "path": p["path"],
+            "file_path": p["path"],
+            "relative_path": p["path"],
+            "source": p.get("source", ""),
+            "repository_id": repository_id(p["tenant_id"], p["project_id"], p.get("source", "")),
             "line_start": chunk["line_start"],
             "line_end": chunk["line_end"],
             "chunk_type": chunk["chunk_type"],

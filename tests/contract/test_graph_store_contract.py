@@ -270,6 +270,7 @@ def test_remove_file_is_scoped_to_the_project(store):
 # --- lookups --------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("LLM-31.2")
 def test_find_nodes_matches_many_names_ignoring_case(store):
     apply_all(store)
     names = ["customer_summary", "RAW.ORDERS", "daily_report", REPORT.urn, "nothing", "TOTAL"]
