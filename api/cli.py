@@ -128,15 +128,26 @@ def _batches(files: list[Any], max_files: int = 100, max_bytes: int = 4_000_000)
 
 @cli.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest")],
+    targets: Annotated[
+        list[str], typer.Argument(help="Files or folders, or one git repository URL")
+    ],
     project: Project = "default",
     tenant: Tenant = "default",
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Access tag (repeatable)")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Return once searchable")] = False,
+    sync: Annotated[
+        bool, typer.Option("--sync", help="Also retract files deleted from these folders")
+    ] = False,
+    ref: Annotated[str | None, typer.Option("--ref", help="Git ref, for a URL")] = None,
     api_url: ApiUrl = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Ingest files and folders (text files only; binaries and vendored folders are skipped)."""
+    """Ingest files and folders, or a git repository URL (text files only; binaries and
+    vendored folders are skipped)."""
+    if len(targets) == 1 and _is_git_url(targets[0]):
+        _ingest_git(targets[0], ref, project, tenant, tag or [], wait, api_url, as_json)
+        return
+    paths = [Path(t) for t in targets]
     from commands.sources.local import LocalFile, Skipped, project_files_first, walk
 
     settings = Settings()
@@ -172,8 +183,12 @@ def ingest(
                 f"{totals['unchanged']} unchanged, {totals['refused']} refused",
                 err=True,
             )
+    deleted: list[str] = []
+    if sync:
+        deleted = _sync(client, paths, files, project, tenant, wait)
     result = {
         **totals,
+        "deleted": deleted,
         "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
         "refused_files": refused,
         "waited": wait,
@@ -185,9 +200,54 @@ def ingest(
         typer.echo(f"refused {refusal['path']}: {refusal['error']['message']}", err=True)
     typer.echo(
         f"ingested {totals['files']} files into project {project}: {totals['changed']} changed, "
-        f"{totals['unchanged']} unchanged, {totals['refused']} refused, {len(skipped)} skipped "
-        f"(position {totals['position']}{', searchable' if wait else ''})"
+        f"{totals['unchanged']} unchanged, {totals['refused']} refused, {len(skipped)} skipped"
+        + (f", {len(deleted)} deleted" if sync else "")
+        + f" (position {totals['position']}{', searchable' if wait else ''})"
     )
+
+
+def _is_git_url(text: str) -> bool:
+    return text.startswith(("https://", "ssh://", "git://", "git@")) or text.endswith(".git")
+
+
+def _ingest_git(
+    url: str,
+    ref: str | None,
+    project: str,
+    tenant: str,
+    tags: list[str],
+    wait: bool,
+    api_url: str | None,
+    as_json: bool,
+) -> None:
+    body = {"url": url, "ref": ref, "project_id": project, "tenant_id": tenant, "tags": tags}
+    if not as_json:
+        typer.echo(f"cloning {url}{'@' + ref if ref else ''} on the server...", err=True)
+    client = _client(api_url)
+    _, reply = _call(client.post, "/api/v1/github/ingest", body, wait=str(wait).lower())
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2))
+        return
+    typer.echo(
+        f"ingested {reply['files']} files of {url} at {reply['commit'][:12]} into project "
+        f"{project}: {reply['changed']} changed, {reply['unchanged']} unchanged, "
+        f"{len(reply['refused'])} refused, {len(reply['skipped'])} skipped, "
+        f"{len(reply['deleted'])} deleted (position {reply['position']})"
+    )
+
+
+def _sync(
+    client: Any, roots: list[Path], files: list[Any], project: str, tenant: str, wait: bool
+) -> list[str]:
+    """A snapshot of the folders: files no longer there are retracted."""
+    body = {
+        "project_id": project,
+        "tenant_id": tenant,
+        "source": "local:" + ",".join(str(r.resolve()) for r in roots),
+        "paths": [f.path for f in files],
+    }
+    _, reply = _call(client.post, "/api/v1/repositories/snapshot", body, wait=str(wait).lower())
+    return list(reply["deleted"])
 
 
 def _tally(totals: dict[str, int], refused: list[dict[str, Any]], reply: dict[str, Any]) -> None:

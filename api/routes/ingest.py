@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from api.deps import ContainerDep
-from bus.subjects import CMD_INGEST_FILE
-from commands.models import IngestFile
+from bus.subjects import CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT
+from commands.models import IngestFile, RecordRepositorySnapshot
 from domain.errors import UpstreamError
 
 router = APIRouter(prefix="/api/v1", tags=["ingestion"])
@@ -68,6 +68,43 @@ async def ingest(
         waited=bool(wait and position),
         files=results,
     )
+
+
+class SnapshotRequest(BaseModel):
+    project_id: str = "default"
+    tenant_id: str = "default"
+    source: str = Field(description="Names the source, e.g. local:/path/to/repo or a git URL")
+    paths: list[str] = Field(description="Every file the source holds now")
+    ref: str | None = None
+    commit: str | None = None
+
+
+class SnapshotResponse(BaseModel):
+    position: int
+    deleted: list[str]
+    waited: bool
+
+
+@router.post("/repositories/snapshot", response_model=SnapshotResponse)
+async def snapshot(
+    body: SnapshotRequest,
+    container: ContainerDep,
+    wait: bool = Query(False, description="Return once the read models have applied the writes"),
+) -> SnapshotResponse:
+    """Record the files a source holds; files it held before and no longer does are deleted."""
+    command = RecordRepositorySnapshot(
+        project_id=body.project_id,
+        tenant_id=body.tenant_id,
+        source=body.source,
+        paths=tuple(body.paths),
+        ref=body.ref,
+        commit=body.commit,
+    )
+    result = await container.command_bus.send(CMD_RECORD_SNAPSHOT, command)
+    position = result.position or 0
+    if wait and position:
+        await container.wait_for(position)
+    return SnapshotResponse(position=position, deleted=list(result.deleted), waited=wait)
 
 
 async def _ingest_one(container: Any, body: IngestRequest, file: FileIn) -> FileResult:

@@ -81,6 +81,7 @@ def service(tmp_path):
     settings = Settings(UPSTREAM_DATA_DIR=tmp_path / "data")  # type: ignore[call-arg]
     container = bootstrap(settings, "serve", embedder=HashingEmbedder())
     with TestClient(create_app(container=container)) as client:
+        client.container = container  # type: ignore[attr-defined]
         yield client
 
 
@@ -193,3 +194,48 @@ def test_a_tar_with_links_is_read_without_following_them(service):
     result = reply.json()
     assert result["changed"] == 1
     assert result["skipped"] == [{"path": "passwd", "reason": "links and devices are not ingested"}]
+
+
+@pytest.mark.spec("LLM-14.1", "LLM-03.2")
+def test_every_source_chunks_semantically_and_keeps_the_metadata(service, git_daemon):
+    sql = "create view v_orders as select id, amount from raw.orders;"
+    service.post(
+        "/api/v1/ingest?wait=true",
+        json={"project_id": "m", "source": "api", "files": [{"path": "json.sql", "content": sql}]},
+    )
+    service.post(
+        "/api/v1/files/upload?wait=true",
+        data={"project_id": "m"},
+        files=[("files", ("up.sql", sql.encode(), "text/plain"))],
+    )
+    service.post("/api/v1/github/ingest?wait=true", json={"url": git_daemon, "project_id": "m"})
+
+    points = {p.payload["path"]: p.payload for p in service.container.index.dump()}
+    expected_sources = {"json.sql": "api", "up.sql": "upload", "models/a.sql": git_daemon}
+    for path, source in expected_sources.items():
+        payload = points[path]
+        assert payload["file_path"] == payload["relative_path"] == path
+        assert payload["chunk_type"].startswith("sql_")
+        assert payload["source"] == source
+        assert payload["project_id"] == "m"
+        assert payload["repository_id"]
+    assert points["json.sql"]["chunk_type"] == "sql_view"
+    assert points["json.sql"]["tables"] == ["raw.orders", "v_orders"]
+    assert set(points["json.sql"]["columns"]) >= {"id", "amount"}
+
+
+@pytest.mark.spec("LLM-25.1")
+def test_evidence_ids_are_urns_of_entity_type_project_and_asset_path(service):
+    body = {
+        "project_id": "u",
+        "files": [{"path": "m/v.sql", "content": "create view v as select a from s"}],
+    }
+    service.post("/api/v1/ingest?wait=true", json=body)
+    hit = service.post("/api/v1/search", json={"query": "view", "project_id": "u"}).json()["hits"][
+        0
+    ]
+    assert hit["urn"] == "urn:li:chunk:u:m/v.sql#0"
+    assert hit["file_urn"] == "urn:li:file:u:m/v.sql"
+    lineage = service.get("/api/v1/lineage/v/upstream", params={"project_id": "u"}).json()
+    assert lineage["start"]["urn"] == "urn:li:dataset:u:v"
+    assert {e["target"] for e in lineage["edges"]} == {"urn:li:dataset:u:s"}
