@@ -178,11 +178,7 @@ def ingest(
         _, reply = _call(client.post, "/api/v1/ingest", body, wait=str(wait and last).lower())
         _tally(totals, refused, reply)
         if not as_json:
-            typer.echo(
-                f"[{number}/{len(batches)}] {totals['changed']} changed, "
-                f"{totals['unchanged']} unchanged, {totals['refused']} refused",
-                err=True,
-            )
+            _progress(totals, len(files))
     deleted: list[str] = []
     if sync:
         deleted = _sync(client, paths, files, project, tenant, wait)
@@ -204,6 +200,22 @@ def ingest(
         + (f", {len(deleted)} deleted" if sync else "")
         + f" (position {totals['position']}{', searchable' if wait else ''})"
     )
+
+
+def _progress(totals: dict[str, int], total: int) -> None:
+    """A bar on a terminal, a plain line per batch otherwise (logs, CI)."""
+    done = totals["changed"] + totals["unchanged"] + totals["refused"]
+    counts = (
+        f"{done}/{total} files: {totals['changed']} changed, {totals['unchanged']} unchanged, "
+        f"{totals['refused']} refused"
+    )
+    if sys.stderr.isatty():
+        filled = int(30 * done / max(total, 1))
+        end = "\n" if done >= total else ""
+        typer.echo(f"\r[{'#' * filled}{'.' * (30 - filled)}] {counts}", err=True, nl=False)
+        typer.echo(end, err=True, nl=False)
+    else:
+        typer.echo(counts, err=True)
 
 
 def _is_git_url(text: str) -> bool:
