@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from adapters.duckdb_model_configs import DuckDBModelConfigs
 from adapters.embeddings import SentenceTransformerEmbedder
+from adapters.model_discovery import ModelDiscovery
 from adapters.qdrant_index import QdrantVectorIndex
 from adapters.settings import Settings
 from commands.application import UpstreamApplication
 from domain.errors import NotCaughtUp, UnknownProjection, UpstreamError
 from domain.ports import Embedder, Projection, VectorIndex
 from projections.graph import GraphProjection
+from projections.model_configs import ModelConfigsProjection
 from projections.rebuild import catch_up, rebuild
 from projections.vectors import VectorsProjection
 from queries.lineage import LineageService
@@ -58,6 +61,8 @@ class Container:
     command_bus: Any = None
     relay: Any = None
     reindex: Any = None
+    model_configs: Any = None
+    model_discovery: Any = None
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
@@ -105,6 +110,8 @@ class Container:
             self.nats_server.stop()
         self.index.close()
         self.graph.close()
+        if self.model_configs is not None:
+            self.model_configs.close()
         self.app.close()
         if self._lock_file is not None:
             self._lock_file.close()
@@ -212,8 +219,8 @@ class Container:
     # -- read-your-writes ---------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
         if self.role == "api":  # another process applies events: read its checkpoint
-            store = self.graph if name == "graph" else self.index
-            return int(store.checkpoint(name))
+            stores = {"graph": self.graph, "model_configs": self.model_configs}
+            return int(stores.get(name, self.index).checkpoint(name))
         return self.projections[name].position()
 
     async def wait_for(self, position: int, timeout_s: float | None = None) -> None:
@@ -300,14 +307,23 @@ def bootstrap(
     graph = graph or build_graph_store(settings)
     vectors = VectorsProjection(embedder, index)
     graph_projection = GraphProjection(graph)
+    # One DuckDB per query-serving process: DuckDB allows one writer per file.
+    model_configs = DuckDBModelConfigs(settings.data_dir / f"model_configs.{role}.duckdb")
+    configs_projection = ModelConfigsProjection(model_configs)
     return Container(
         settings=settings,
         role=role,
         app=app,
         embedder=embedder,
         index=index,
-        projections={vectors.name: vectors, graph_projection.name: graph_projection},
+        projections={
+            vectors.name: vectors,
+            graph_projection.name: graph_projection,
+            configs_projection.name: configs_projection,
+        },
         search=SearchService(embedder, index),
         graph=graph,
         lineage=LineageService(graph),
+        model_configs=model_configs,
+        model_discovery=ModelDiscovery(),
     )

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from adapters.bootstrap import Container, Role, bootstrap
 from adapters.settings import Settings
 from api.errors import install_error_handlers
-from api.routes import health, ingest, lineage, search, sources
+from api.routes import health, ingest, lineage, models, search, sources
 from queries.metrics import Metrics
 
 
@@ -42,4 +42,5 @@ def create_app(
     app.include_router(search.router)
     app.include_router(sources.router)
     app.include_router(lineage.router)
+    app.include_router(models.router)
     return app

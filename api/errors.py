@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from adapters.qdrant_index import EmbeddingModelMismatch
 from commands.sources.git import GitCloneFailed
 from domain import errors
+from domain.model_config import ModelConfigNotFound, ModelSelectionUnavailable
 from queries.lineage import AmbiguousEntity, EntityNotFound
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,7 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (errors.ServiceUnavailable, 503),
     (GitCloneFailed, 502),
     (EntityNotFound, 404),
+    (ModelConfigNotFound, 404),
     (AmbiguousEntity, 409),
 ]
 
@@ -60,6 +62,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _model_mismatch(_: Request, error: EmbeddingModelMismatch) -> JSONResponse:
         body = error_body("embedding_model_mismatch", str(error), "Rebuild the read model.")
         return JSONResponse(body, status_code=409)
+
+    @app.exception_handler(ModelSelectionUnavailable)
+    async def _no_model(_: Request, error: ModelSelectionUnavailable) -> JSONResponse:
+        return JSONResponse(error.body(), status_code=503)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:

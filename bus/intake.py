@@ -10,8 +10,20 @@ from typing import Any
 from faststream.nats import NatsBroker
 from pydantic import ValidationError
 
+from bus.model_config_subjects import (
+    CMD_MODEL_CONFIG_CREATE,
+    CMD_MODEL_CONFIG_DELETE,
+    CMD_MODEL_CONFIG_SEED,
+    CMD_MODEL_CONFIG_UPDATE,
+)
 from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT, COMMAND_QUEUE
 from commands.application import UpstreamApplication
+from commands.model_config import (
+    CreateModelConfig,
+    DeleteModelConfig,
+    SeedModelConfigs,
+    UpdateModelConfig,
+)
 from commands.models import (
     Command,
     CommandResult,
@@ -43,6 +55,30 @@ def register_command_handlers(
             RecordRepositorySnapshot,
             app.record_repository_snapshot,
             "RecordRepositorySnapshot: the files a source holds; the others are deleted.",
+        ),
+        (
+            CMD_MODEL_CONFIG_CREATE,
+            CreateModelConfig,
+            app.create_model_config,
+            "CreateModelConfig: configure a model for a usage type and priority.",
+        ),
+        (
+            CMD_MODEL_CONFIG_UPDATE,
+            UpdateModelConfig,
+            app.update_model_config,
+            "UpdateModelConfig: change a configuration (enable/disable too).",
+        ),
+        (
+            CMD_MODEL_CONFIG_DELETE,
+            DeleteModelConfig,
+            app.delete_model_config,
+            "DeleteModelConfig: delete a configuration.",
+        ),
+        (
+            CMD_MODEL_CONFIG_SEED,
+            SeedModelConfigs,
+            app.seed_model_configs,
+            "SeedModelConfigs: create a seed profile's configurations.",
         ),
     ]
     for subject, model, method, description in routes:

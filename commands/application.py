@@ -10,6 +10,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import IntegrityError, Notification
 
+from commands.model_config import ModelConfigCommands
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
 from domain.chunkers import chunk_file
 from domain.dbt import DbtProject
@@ -33,7 +34,7 @@ APP_NAME = "upstream"
 _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
-class UpstreamApplication(Application[Any]):
+class UpstreamApplication(ModelConfigCommands, Application[Any]):
     """Command handlers: load aggregates, decide, save; the store assigns each event a position."""
 
     name = APP_NAME
