@@ -83,6 +83,7 @@ class Container:
             await self._astep("catch up read models", self._catch_up_all)
             await self._astep("command handlers, relay, projections", self._start_write_side)
             self._start_reindex_schedule()
+            await self._astep("model configurations", self._seed_model_configs)
         if self.role != "offline":
             await self._astep("broker", self.broker.start)
         self.started_at = time.time()
@@ -172,6 +173,41 @@ class Container:
             name=f"upstream-{self.role}-commands",
         )
         self.command_bus = CommandBus(self.broker)
+
+    async def _seed_model_configs(self) -> None:
+        """On a fresh store, seed model configurations so the service answers at once:
+        `default` (the free OpenRouter models) with a key, else `local` (Ollama first when
+        it answers, `extractive` last: offline answers)."""
+        from commands.model_config import SeedModelConfigs
+        from domain.model_config import ModelConfigsAlreadyExist
+
+        profile = self.settings.seed_profile
+        if profile == "none":
+            return
+        discovery = self.model_discovery
+        if profile == "auto":
+            has_key = discovery is not None and discovery.settings.openrouter_api_key
+            profile = "default" if has_key else "local"
+        ollama = await self._reachable_ollama()
+        command = SeedModelConfigs(
+            profile=profile, ollama_base_url=ollama, actor="upstream", reason="first start"
+        )
+        try:
+            result = await asyncio.to_thread(self.app.seed_model_configs, command)
+        except ModelConfigsAlreadyExist:
+            return
+        log.info("seeded the %s model configurations (position %s)", profile, result.position)
+        if self.relay is not None:
+            self.relay.wake()
+
+    async def _reachable_ollama(self) -> str | None:
+        if self.model_discovery is None:
+            return None
+        try:
+            await asyncio.wait_for(self.model_discovery.ollama_models(), 2.0)
+        except Exception:
+            return None
+        return str(self.model_discovery.settings.ollama_base_url)
 
     def _start_reindex_schedule(self) -> None:
         if not self.settings.reindex_schedule:

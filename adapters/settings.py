@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     neo4j_database: str | None = Field(default=None, alias="NEO4J_DATABASE")
     graph_path: Path | None = Field(default=None, alias="GRAPH_PATH")
 
+    seed_profile: Literal["auto", "default", "local", "none"] = Field(
+        default="auto", alias="UPSTREAM_SEED_PROFILE"
+    )
     reindex_schedule: str | None = Field(default=None, alias="REINDEX_SCHEDULE")
 
     redis_url: str | None = Field(default=None, alias="REDIS_URL")

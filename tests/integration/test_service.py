@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -66,10 +68,11 @@ def test_a_refused_file_gets_its_reason_and_the_others_are_kept(service):
 
 
 def test_all_files_refused_is_422_and_stores_nothing(service):
+    head = service.get("/health").json()["components"]["event_store"]["position"]
     reply = service.post("/api/v1/ingest", json={"files": [{"path": "../x", "content": "y"}]})
     assert reply.status_code == 422
     assert reply.json()["files"][0]["error"]["code"] == "invalid_path"
-    assert service.get("/health").json()["components"]["event_store"]["position"] == 0
+    assert service.get("/health").json()["components"]["event_store"]["position"] == head
 
 
 def test_a_malformed_request_is_a_clear_422(service):
@@ -137,3 +140,15 @@ def test_search_filters_by_file_path_and_chunk_type_and_says_so(service):
     ).json()
     assert [h["chunk_type"] for h in by_type["hits"]] == ["sql_view"]
     assert by_type["filters"]["chunk_type"] == "sql_view"
+
+
+def test_a_fresh_service_seeds_the_local_profile_so_it_answers_offline(service):
+    """No OpenRouter key and no Ollama: every chat chain ends with the extractive provider."""
+    container = service.container
+    asyncio.run(container.wait_for(container.app.max_position()))
+    for usage in ("chat_deep", "chat_graph", "chat_semantic", "chat_text", "chat_title"):
+        reply = service.get("/api/v1/models/config", params={"usage_type": usage}).json()
+        chain = sorted(reply["configs"], key=lambda c: c["priority"])
+        assert chain and chain[-1]["provider"] == "extractive", usage
+    again = service.post("/api/v1/models/config/seed", json={})
+    assert again.status_code == 409  # seeded once; a restart does not seed twice
