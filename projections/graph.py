@@ -4,45 +4,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from domain.envelope import EventEnvelope
 from domain.graph import LineageEdge, LineageNode
+from projections.base import CheckpointedProjection
 
 log = logging.getLogger(__name__)
 
 
-class GraphProjection:
-    """Read model `graph`: nodes and edges with evidence, per tenant; checkpoint in the graph."""
+class GraphProjection(CheckpointedProjection):
+    """Read model `graph`: nodes and edges with evidence, per tenant; checkpoint in the graph.
+
+    Upserts are idempotent (deterministic node and edge keys), so a crash between a write and
+    its checkpoint only repeats the write."""
 
     name = "graph"
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self._position: int | None = None
-
-    def start(self) -> None:
-        self.store.ensure()
-
-    def position(self) -> int:
-        if self._position is None:
-            self._position = self.store.checkpoint(self.name)
-        return self._position
-
-    def process(self, envelopes: Sequence[EventEnvelope]) -> None:
-        fresh = [e for e in envelopes if e.position > self.position()]
-        if not fresh:
-            return
-        for run in _runs(fresh):
+    def _apply(self, envelopes: Sequence[EventEnvelope], last: int) -> None:
+        for run in _runs(envelopes):
             self._apply_run(run)
-        last = fresh[-1].position
         self.store.save_checkpoint(self.name, last)
-        self._position = last
-
-    def reset(self) -> None:
-        self.store.drop()
-        self._position = 0
-        self.start()
 
     def _apply_run(self, run: list[EventEnvelope]) -> None:
         """A run of LineageExtracted events of one tenant is one write: upserts in order, the
@@ -58,9 +39,9 @@ class GraphProjection:
                 [],
             )
             return
-        self._apply(run[0])
+        self._apply_one(run[0])
 
-    def _apply(self, envelope: EventEnvelope) -> None:
+    def _apply_one(self, envelope: EventEnvelope) -> None:
         p = envelope.payload
         if envelope.event_type == "LineageEdgesRetracted":
             self.store.apply_file(p["tenant_id"], p["project_id"], p["path"], [], [], p["edge_ids"])

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from domain.envelope import EventEnvelope
 from domain.model_config import ModelConfigRegistry
+from projections.base import CheckpointedProjection
 
 log = logging.getLogger(__name__)
 
@@ -46,38 +47,19 @@ class ModelConfigStore(Protocol):
     def apply(self, operations: Sequence[Operation], name: str, position: int) -> None: ...
 
 
-class ModelConfigsProjection:
+class ModelConfigsProjection(CheckpointedProjection):
     """Read model `model_configs`: rows, history and checkpoint written in one transaction."""
 
     name = "model_configs"
 
     def __init__(self, store: ModelConfigStore, tenant_id: str = "default") -> None:
-        self.store = store
+        super().__init__(store)
         self.tenant_id = tenant_id
         self._registry_id = str(ModelConfigRegistry.create_id(tenant_id))
-        self._position: int | None = None
 
-    def start(self) -> None:
-        self.store.ensure()
-
-    def position(self) -> int:
-        if self._position is None:
-            self._position = self.store.checkpoint(self.name)
-        return self._position
-
-    def process(self, envelopes: Sequence[EventEnvelope]) -> None:
-        fresh = [e for e in envelopes if e.position > self.position()]
-        if not fresh:
-            return
-        operations = [op for e in fresh for op in self._operations(e)]
-        last = fresh[-1].position
-        self.store.apply(operations, self.name, last)  # raises on failure: never skipped
-        self._position = last
-
-    def reset(self) -> None:
-        self.store.drop()
-        self._position = 0
-        self.start()
+    def _apply(self, envelopes: Sequence[EventEnvelope], last: int) -> None:
+        operations = [op for e in envelopes for op in self._operations(e)]
+        self.store.apply(operations, self.name, last)  # rows, history and checkpoint together
 
     def _operations(self, envelope: EventEnvelope) -> list[Operation]:
         p = envelope.payload

@@ -14,6 +14,7 @@ from domain.index_tuning import recommended_hnsw, tier_of
 from domain.ports import Embedder, VectorIndex, VectorPoint
 from domain.repository import Repository
 from domain.urn import Urn
+from projections.base import CheckpointedProjection
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +37,18 @@ class _FileChunks:
     points: list[tuple[str, str, dict[str, Any]]]  # (point id, text to embed, payload)
 
 
-class VectorsProjection:
-    """Read model `vectors`: one Qdrant point per chunk, replaced when its file changes."""
+class VectorsProjection(CheckpointedProjection):
+    """Read model `vectors`: one Qdrant point per chunk, replaced when its file changes.
+
+    Point ids are deterministic, so a crash between the upserts and the checkpoint only
+    repeats them."""
 
     name = "vectors"
 
     def __init__(self, embedder: Embedder, index: VectorIndex) -> None:
+        super().__init__(index)
         self.embedder = embedder
         self.index = index
-        self._position: int | None = None
         self.embedded_texts = 0
         self.reused_vectors = 0
         self.failed_chunks = 0
@@ -53,35 +57,20 @@ class VectorsProjection:
     def start(self) -> None:
         self.index.ensure(self.embedder.dimension, self.embedder.model_name)
 
-    def position(self) -> int:
-        if self._position is None:
-            self._position = self.index.checkpoint(self.name)
-        return self._position
-
-    def process(self, envelopes: Sequence[EventEnvelope]) -> None:
-        fresh = [e for e in envelopes if e.position > self.position()]
-        if not fresh:
-            return
-        files = [_points_for(e) for e in fresh if e.event_type == "FileChunked"]
+    def _apply(self, envelopes: Sequence[EventEnvelope], last: int) -> None:
+        files = [_points_for(e) for e in envelopes if e.event_type == "FileChunked"]
         vectors = iter(self._vectors_for(files))
         chunked = iter(files)
-        for envelope in fresh:  # in order: a deletion after a new version wins, and vice versa
+        for envelope in envelopes:  # in order: a deletion after a new version wins, and back
             if envelope.event_type == "FileChunked":
                 file_chunks = next(chunked)
                 self._replace_file(file_chunks, [next(vectors) for _ in file_chunks.points])
             elif envelope.event_type == "FileDeleted":
                 p = envelope.payload
                 self.index.delete_where("file_key", _file_key(p["tenant_id"], p["file_urn"]))
-        last = fresh[-1].position
         self.index.save_checkpoint(self.name, last)
-        self._position = last
         if files:
             self._advise_on_size()
-
-    def reset(self) -> None:
-        self.index.drop()
-        self._position = 0
-        self.start()
 
     def _vectors_for(self, files: list[_FileChunks]) -> list[list[float]]:
         """Embed only new text: a chunk whose text the file already had keeps its vector."""
