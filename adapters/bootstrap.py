@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from prometheus_client import CollectorRegistry
+
 from adapters.duckdb_model_configs import DuckDBModelConfigs
 from adapters.embeddings import SentenceTransformerEmbedder
+from adapters.llm.settings import LLMSettings, build_llm_providers
 from adapters.model_discovery import ModelDiscovery
 from adapters.qdrant_index import QdrantVectorIndex
 from adapters.settings import Settings
@@ -23,6 +26,7 @@ from projections.graph import GraphProjection
 from projections.model_configs import ModelConfigsProjection
 from projections.rebuild import catch_up, rebuild
 from projections.vectors import VectorsProjection
+from queries.gateway import Gateway, GatewayConfig
 from queries.lineage import LineageService
 from queries.search import SearchService
 
@@ -63,6 +67,8 @@ class Container:
     reindex: Any = None
     model_configs: Any = None
     model_discovery: Any = None
+    gateway: Any = None
+    metrics_registry: Any = None
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
@@ -113,6 +119,8 @@ class Container:
         self.graph.close()
         if self.model_configs is not None:
             self.model_configs.close()
+        if self.gateway is not None:
+            await self.gateway.aclose()
         self.app.close()
         if self._lock_file is not None:
             self._lock_file.close()
@@ -346,6 +354,13 @@ def bootstrap(
     # One DuckDB per query-serving process: DuckDB allows one writer per file.
     model_configs = DuckDBModelConfigs(settings.data_dir / f"model_configs.{role}.duckdb")
     configs_projection = ModelConfigsProjection(model_configs)
+    registry = CollectorRegistry()  # one per process: /metrics and the gateway's counters
+    llm_settings = LLMSettings()
+    gateway = Gateway(
+        build_llm_providers(llm_settings),
+        config=GatewayConfig(**llm_settings.gateway_options()),
+        registry=registry,
+    )
     return Container(
         settings=settings,
         role=role,
@@ -362,4 +377,6 @@ def bootstrap(
         lineage=LineageService(graph),
         model_configs=model_configs,
         model_discovery=ModelDiscovery(),
+        gateway=gateway,
+        metrics_registry=registry,
     )

@@ -23,7 +23,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         built = container or bootstrap(settings or Settings(), role)
         app.state.container = built
-        app.state.metrics = Metrics(built)
+        app.state.metrics = Metrics(built, built.metrics_registry)
         try:
             await built.start()
             yield

@@ -515,6 +515,32 @@ def bench_lineage(
     typer.echo(f"report: {write_report(result, out)}")
 
 
+@bench_cli.command("gateway")
+def bench_gateway(
+    calls: Annotated[int, typer.Option(help="Calls through the gateway")] = 2000,
+    out: ReportDir = Path("docs/benchmarks"),
+) -> None:
+    """The gateway's own overhead per call (median, p95) against a scripted local server."""
+    from datetime import date
+
+    from bench.gateway import run_gateway_bench
+
+    configure_logging("WARNING")
+    result = run_gateway_bench(calls)
+    typer.echo(json.dumps(result, indent=2))
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / f"gateway_{date.today().isoformat()}.md"
+    rows = "\n".join(f"| {k} | {v} |" for k, v in result.items())
+    report.write_text(
+        f"# Gateway overhead ({date.today().isoformat()})\n\n"
+        "Time in the gateway per call minus the time inside the provider, measured in the same "
+        "run against a scripted OpenAI-compatible server on 127.0.0.1 (replies with <think> and "
+        "JSON to parse; the first model cooling, so the skip path runs too).\n\n"
+        f"| measure | value |\n|---|---|\n{rows}\n\nReproduce: `upstream bench gateway`.\n"
+    )
+    typer.echo(f"report: {report}")
+
+
 @bench_cli.command("crash")
 def bench_crash(
     files: Annotated[int, typer.Option(help="Files to ingest")] = 200,

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from adapters.qdrant_index import EmbeddingModelMismatch
 from commands.sources.git import GitCloneFailed
 from domain import errors
+from domain.llm import AllModelsFailed
 from domain.model_config import ModelConfigNotFound, ModelSelectionUnavailable
 from queries.lineage import AmbiguousEntity, EntityNotFound
 
@@ -62,6 +63,11 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _model_mismatch(_: Request, error: EmbeddingModelMismatch) -> JSONResponse:
         body = error_body("embedding_model_mismatch", str(error), "Rebuild the read model.")
         return JSONResponse(body, status_code=409)
+
+    @app.exception_handler(AllModelsFailed)
+    async def _all_failed(_: Request, error: AllModelsFailed) -> JSONResponse:
+        headers = {"Retry-After": str(int(error.retry_after))}
+        return JSONResponse(error.body(), status_code=503, headers=headers)
 
     @app.exception_handler(ModelSelectionUnavailable)
     async def _no_model(_: Request, error: ModelSelectionUnavailable) -> JSONResponse:

@@ -52,8 +52,8 @@ class SpineCollector(Collector):
 class Metrics:
     """One registry per process (tests build several processes in one interpreter)."""
 
-    def __init__(self, sources: Any) -> None:
-        self.registry = CollectorRegistry()
+    def __init__(self, sources: Any, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(SpineCollector(sources))
         self.search_seconds = Histogram(
             "upstream_search_seconds",

@@ -1,0 +1,1 @@
+"""LLM providers behind `domain.llm.LLMProvider`: Ollama, OpenAI-compatible, extractive."""

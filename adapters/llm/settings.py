@@ -1,0 +1,121 @@
+"""LLM provider and gateway configuration from the environment (and `.env`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from adapters.llm.extractive import ExtractiveProvider
+from adapters.llm.ollama import OLLAMA_BASE_URL, OllamaProvider
+from adapters.llm.openai_compatible import (
+    GROQ_BASE_URL,
+    OPENROUTER_BASE_URL,
+    OpenAICompatibleProvider,
+)
+from domain.llm import LLMProvider
+
+log = logging.getLogger(__name__)
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() or None if value is not None else None
+
+
+class LLMSettings(BaseSettings):
+    """Base URLs and keys of the providers; the gateway's delays, timeouts and cooldowns."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    ollama_base_url: str = Field(default=OLLAMA_BASE_URL, alias="OLLAMA_BASE_URL")
+    openrouter_base_url: str = Field(default=OPENROUTER_BASE_URL, alias="OPENROUTER_BASE_URL")
+    openrouter_api_key: SecretStr | None = Field(default=None, alias="OPENROUTER_API_KEY")
+    groq_base_url: str = Field(default=GROQ_BASE_URL, alias="GROQ_BASE_URL")
+    groq_api_key: SecretStr | None = Field(default=None, alias="GROQ_API_KEY")
+    openai_compatible_base_url: str | None = Field(default=None, alias="OPENAI_COMPATIBLE_BASE_URL")
+    openai_compatible_api_key: SecretStr | None = Field(
+        default=None, alias="OPENAI_COMPATIBLE_API_KEY"
+    )
+    inference_fallback_provider: str | None = Field(
+        default=None, alias="INFERENCE_FALLBACK_PROVIDER"
+    )
+
+    base_delay_s: float = Field(default=2.0, alias="LLM_BASE_DELAY", ge=0)
+    backoff_factor: float = Field(default=2.0, alias="LLM_BACKOFF_FACTOR", ge=1)
+    max_delay_s: float = Field(default=60.0, alias="LLM_MAX_DELAY", ge=0)
+    timeout_deep_s: float = Field(default=90.0, alias="LLM_TIMEOUT_DEEP", gt=0)
+    timeout_graph_s: float = Field(default=45.0, alias="LLM_TIMEOUT_GRAPH", gt=0)
+    timeout_semantic_s: float = Field(default=45.0, alias="LLM_TIMEOUT_SEMANTIC", gt=0)
+    timeout_text_s: float = Field(default=30.0, alias="LLM_TIMEOUT_TEXT", gt=0)
+    timeout_title_s: float = Field(default=30.0, alias="LLM_TIMEOUT_TITLE", gt=0)
+    timeout_default_s: float = Field(default=60.0, alias="LLM_TIMEOUT_DEFAULT", gt=0)
+    rate_limit_cooldown_s: float = Field(default=60.0, alias="LLM_RATE_LIMIT_COOLDOWN", ge=0)
+    unavailable_cooldown_s: float = Field(default=15.0, alias="LLM_UNAVAILABLE_COOLDOWN", ge=0)
+    local_token_limit: int | None = Field(default=3000, alias="LLM_LOCAL_TOKEN_LIMIT")
+    exhausted_retry_after_s: int = Field(default=120, alias="LLM_EXHAUSTED_RETRY_AFTER", ge=0)
+
+    def gateway_options(self) -> dict[str, Any]:
+        """Keyword arguments of `queries.gateway.GatewayConfig`."""
+        return {
+            "base_delay": self.base_delay_s,
+            "backoff_factor": self.backoff_factor,
+            "max_delay": self.max_delay_s,
+            "timeouts": {
+                "deep": self.timeout_deep_s,
+                "graph": self.timeout_graph_s,
+                "semantic": self.timeout_semantic_s,
+                "text": self.timeout_text_s,
+                "title": self.timeout_title_s,
+            },
+            "default_timeout": self.timeout_default_s,
+            "rate_limit_cooldown": self.rate_limit_cooldown_s,
+            "unavailable_cooldown": self.unavailable_cooldown_s,
+            "local_token_limit": self.local_token_limit,
+            "exhausted_retry_after": self.exhausted_retry_after_s,
+        }
+
+    def configured_providers(self) -> list[str]:
+        names = ["ollama", "extractive"]
+        if _secret(self.openrouter_api_key):
+            names.append("openrouter")
+        if _secret(self.groq_api_key):
+            names.append("groq")
+        if self.openai_compatible_base_url:
+            names.append("openai_compatible")
+        return names
+
+
+def build_llm_providers(settings: LLMSettings | None = None) -> dict[str, LLMProvider]:
+    """One provider per configured name; nothing connects until the first call.
+
+    OpenRouter and Groq need their key; `openai_compatible` needs its base URL. A chain
+    entry naming a provider left out here is skipped by the gateway ("not configured").
+    """
+    s = settings or LLMSettings()
+    providers: dict[str, LLMProvider] = {
+        "ollama": OllamaProvider(s.ollama_base_url),
+        "extractive": ExtractiveProvider(),
+    }
+    if key := _secret(s.openrouter_api_key):
+        providers["openrouter"] = OpenAICompatibleProvider(
+            "openrouter",
+            s.openrouter_base_url,
+            api_key=key,
+            headers={"X-Title": "upstream"},
+        )
+    if key := _secret(s.groq_api_key):
+        providers["groq"] = OpenAICompatibleProvider(
+            "groq", s.groq_base_url, api_key=key, supports_json_schema=False
+        )
+    if s.openai_compatible_base_url:
+        providers["openai_compatible"] = OpenAICompatibleProvider(
+            "openai_compatible",
+            s.openai_compatible_base_url,
+            api_key=_secret(s.openai_compatible_api_key),
+        )
+    missing = [n for n in ("openrouter", "groq") if n not in providers]
+    if missing:
+        log.info("LLM providers without an API key (not used): %s", ", ".join(missing))
+    return providers

@@ -1,0 +1,763 @@
+"""The LLM gateway: runs a usage type's fallback chain over the providers.
+
+Rules (llm-service.md "Resilient LLM gateway", "Model fallback routing"; model-config.md
+CFG-05/CFG-06):
+
+- The chain comes from configuration (enabled entries, by priority). Empty: "No models
+  configured"; every entry disabled: "All models disabled" (the 503 errors of
+  `domain.model_config`). Never a hard-coded fallback.
+- 429: wait `max(Retry-After, base_delay * backoff_factor^(n-1))` (capped by `max_delay`), then
+  the next model; the same model is not retried, and its circuit opens for a cooldown so that
+  the next request skips it without calling it.
+- 503/502/connection refused, and out-of-memory: the next model at once.
+- Timeout (per endpoint: 90 s deep, 45 s graph/semantic, 30 s text/title): backoff, then next.
+- Parse failure when JSON was required (and any other provider refusal): backoff, then next.
+- Exhaustion: `AllModelsFailed` with the spec's 503 body (attempts, retry_after: 120).
+- Strict JSON: `response_format` is sent unless the entry's `reasoning_mode` is true;
+  `<think>...</think>` is stripped from every answer (and logged at DEBUG).
+- Streaming falls back only before the first token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from domain.llm import (
+    AllModelsFailed,
+    Attempt,
+    ChainEntry,
+    Completion,
+    CompletionRequest,
+    LLMProvider,
+    MalformedResponse,
+    OutOfMemory,
+    ProviderError,
+    ProviderRequestFailed,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimited,
+    ThinkFilter,
+    parse_json_object,
+    strip_reasoning,
+)
+from domain.model_config import all_disabled, not_configured
+
+log = logging.getLogger(__name__)
+
+_SKIP_REASONS = frozenset(
+    {"circuit_open", "not_configured", "context_too_large", "unhealthy", "max_attempts"}
+)
+
+DEFAULT_TIMEOUTS: Mapping[str, float] = {
+    "deep": 90.0,
+    "graph": 45.0,
+    "semantic": 45.0,
+    "text": 30.0,
+    "title": 30.0,
+}
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    base_delay: float = 2.0
+    backoff_factor: float = 2.0
+    max_delay: float = 60.0
+    timeouts: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TIMEOUTS))
+    default_timeout: float = 60.0
+    # After a 429 the model is skipped for max(Retry-After, rate_limit_cooldown) seconds.
+    rate_limit_cooldown: float = 60.0
+    # After 503/connection failure/timeout/OOM the model is skipped this long (0: never).
+    unavailable_cooldown: float = 15.0
+    # Hybrid inference: local providers are skipped for prompts of this many tokens or more
+    # when a non-local entry follows in the chain (None: never).
+    local_token_limit: int | None = 3000
+    local_providers: tuple[str, ...] = ("ollama",)
+    exhausted_retry_after: int = 120
+    # At most this many models called per request (None: the whole chain).
+    max_attempts: int | None = None
+
+    def backoff(self, n: int) -> float:
+        """The wait before fallback number `n` (1 for the first): base * factor^(n-1)."""
+        return min(self.max_delay, self.base_delay * self.backoff_factor ** max(0, n - 1))
+
+    def timeout_for(self, endpoint: str, usage_type: str = "") -> float:
+        for key in (_endpoint_key(endpoint), _endpoint_key(usage_type)):
+            if key in self.timeouts:
+                return self.timeouts[key]
+        return self.default_timeout
+
+
+def _endpoint_key(name: str) -> str:
+    """`/api/chat/deep`, `/api/chat/deep/stream`, `chat_deep`, `deep` -> `deep`."""
+    parts = [p for p in name.strip("/").split("/") if p and p != "stream"]
+    last = parts[-1] if parts else ""
+    return last.removeprefix("chat_")
+
+
+@dataclass(frozen=True)
+class GatewayResult:
+    text: str
+    data: dict[str, Any] | None
+    model_used: str
+    provider: str
+    priority: int
+    fallback_count: int
+    primary_error: str | None
+    attempts: tuple[Attempt, ...]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def metadata(self) -> dict[str, Any]:
+        """The response metadata of model-config.md "Log model usage"."""
+        meta: dict[str, Any] = {
+            "model_used": self.model_used,
+            "provider": self.provider,
+            "priority": self.priority,
+            "fallback_count": self.fallback_count,
+        }
+        if self.fallback_count and self.primary_error:
+            meta["primary_error"] = self.primary_error
+        return meta
+
+
+@dataclass
+class TokenUsage:
+    prompt: int = 0
+    completion: int = 0
+    calls: int = 0
+
+
+class GatewayMetrics:
+    """Prometheus counters, registered on the registry passed in (a private one otherwise)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        reg = registry if registry is not None else CollectorRegistry()
+        self.registry = reg
+        self.fallback = Counter(
+            "chat_model_fallback_count",
+            "Fallbacks from one model to the next",
+            ["endpoint", "from_model", "to_model", "reason"],
+            registry=reg,
+        )
+        self.timeout = Counter(
+            "chat_timeout_count", "Model calls that timed out", ["endpoint", "model"], registry=reg
+        )
+        self.unavailable = Counter(
+            "chat_service_unavailable_count",
+            "Model calls answered 503 or unreachable",
+            ["endpoint", "model"],
+            registry=reg,
+        )
+        self.rate_limited = Counter(
+            "chat_rate_limited_count",
+            "Model calls answered 429",
+            ["endpoint", "model"],
+            registry=reg,
+        )
+        self.all_failed = Counter(
+            "chat_all_models_failed",
+            "Requests for which every model failed",
+            ["endpoint"],
+            registry=reg,
+        )
+        self.malformed = Counter(
+            "chat_malformed_response_count",
+            "Model answers that could not be parsed",
+            ["endpoint", "model"],
+            registry=reg,
+        )
+        self.prompt_tokens = Counter(
+            "llm_prompt_tokens",
+            "Prompt tokens sent, per provider and model",
+            ["provider", "model"],
+            registry=reg,
+        )
+        self.completion_tokens = Counter(
+            "llm_completion_tokens",
+            "Completion tokens received, per provider and model",
+            ["provider", "model"],
+            registry=reg,
+        )
+
+
+class CircuitBreaker:
+    """Per-model cooldowns: an open model is skipped without being called until it cools."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._open: dict[str, tuple[float, str]] = {}
+
+    def trip(self, key: str, seconds: float, reason: str) -> None:
+        if seconds <= 0:
+            return
+        until = self._clock() + seconds
+        current = self._open.get(key)
+        if current is None or current[0] < until:
+            self._open[key] = (until, reason)
+
+    def cooling(self, key: str) -> tuple[float, str] | None:
+        """(seconds left, reason) while `key` is open; None when it may be called."""
+        entry = self._open.get(key)
+        if entry is None:
+            return None
+        left = entry[0] - self._clock()
+        if left <= 0:
+            del self._open[key]
+            return None
+        return left, entry[1]
+
+    def reset(self, key: str) -> None:
+        self._open.pop(key, None)
+
+
+class _Run:
+    """The state of one request going through a chain."""
+
+    def __init__(self, usage_type: str, endpoint: str, entries: list[ChainEntry]) -> None:
+        self.usage_type = usage_type
+        self.endpoint = endpoint
+        self.entries = entries
+        self.attempts: list[Attempt] = []
+        self.failures = 0
+        self.called = 0
+        self.pending_delay = 0.0
+
+
+class Gateway:
+    """Runs a chain of `ChainEntry` over `providers` (name -> `LLMProvider`)."""
+
+    def __init__(
+        self,
+        providers: Mapping[str, LLMProvider],
+        *,
+        config: GatewayConfig | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        registry: CollectorRegistry | None = None,
+        provider_health: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.providers = dict(providers)
+        self.config = config or GatewayConfig()
+        self._clock = clock
+        self._sleep = sleep
+        self.metrics = GatewayMetrics(registry)
+        self.breaker = CircuitBreaker(clock)
+        self._health = provider_health
+        self.usage: dict[str, TokenUsage] = {}
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP client (at shutdown)."""
+        for provider in self.providers.values():
+            await provider.aclose()
+
+    # --- the non-streaming path -------------------------------------------------------
+
+    async def complete(
+        self,
+        usage_type: str,
+        chain: Sequence[ChainEntry],
+        request: CompletionRequest,
+        endpoint: str,
+    ) -> GatewayResult:
+        run = _Run(usage_type, endpoint, self._chain(usage_type, chain))
+        timeout = request.timeout or self.config.timeout_for(endpoint, usage_type)
+        for index, entry in enumerate(run.entries):
+            provider = await self._admit(run, index, request)
+            if provider is None:
+                continue
+            call = self._request_for(entry, request, timeout)
+            try:
+                completion = await self._call(provider, entry, call, timeout)
+                self._account(completion, entry)
+                text, data = self._finish(completion, entry, request, endpoint)
+            except ProviderError as exc:
+                self._failed(run, entry, exc, request)
+                continue
+            except Exception as exc:  # a provider bug must not take the chain down
+                log.exception("provider %s raised unexpectedly", entry.provider)
+                self._failed(run, entry, _unexpected(exc, entry), request)
+                continue
+            self.breaker.reset(entry.key)
+            return GatewayResult(
+                text=text,
+                data=data,
+                model_used=entry.model_id,
+                provider=entry.provider,
+                priority=entry.priority,
+                fallback_count=index,
+                primary_error=run.attempts[0].error if run.attempts else None,
+                attempts=tuple(run.attempts),
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                latency_s=completion.latency_s,
+            )
+        raise self._exhausted(run)
+
+    # --- the streaming path -----------------------------------------------------------
+
+    async def stream(
+        self,
+        usage_type: str,
+        chain: Sequence[ChainEntry],
+        request: CompletionRequest,
+        endpoint: str,
+    ) -> GatewayStream:
+        """Open a stream on the first model that produces a first token within the timeout.
+
+        Falls back only before the first token; later failures reach the caller (as the
+        typed provider errors) when it iterates the returned `GatewayStream`.
+        """
+        run = _Run(usage_type, endpoint, self._chain(usage_type, chain))
+        timeout = request.timeout or self.config.timeout_for(endpoint, usage_type)
+        for index, entry in enumerate(run.entries):
+            provider = await self._admit(run, index, request)
+            if provider is None:
+                continue
+            call = replace(self._request_for(entry, request, timeout), stream=True)
+            tokens = provider.stream(call, entry.model_id)
+            try:
+                async with asyncio.timeout(timeout):
+                    first = await anext(tokens)
+            except StopAsyncIteration:
+                await _aclose(tokens)
+                self._failed(
+                    run,
+                    entry,
+                    MalformedResponse(
+                        "Malformed response (empty stream)",
+                        provider=entry.provider,
+                        model=entry.model_id,
+                    ),
+                    request,
+                )
+                continue
+            except TimeoutError:
+                await _aclose(tokens)
+                self._failed(
+                    run,
+                    entry,
+                    ProviderTimeout(timeout=timeout, provider=entry.provider, model=entry.model_id),
+                    request,
+                )
+                continue
+            except ProviderError as exc:
+                await _aclose(tokens)
+                self._failed(run, entry, exc, request)
+                continue
+            except Exception as exc:
+                await _aclose(tokens)
+                log.exception("provider %s raised unexpectedly", entry.provider)
+                self._failed(run, entry, _unexpected(exc, entry), request)
+                continue
+            return GatewayStream(
+                self,
+                entry,
+                first,
+                tokens,
+                timeout,
+                request,
+                endpoint,
+                fallback_count=index,
+                attempts=tuple(run.attempts),
+            )
+        raise self._exhausted(run)
+
+    # --- steps ------------------------------------------------------------------------
+
+    def _chain(self, usage_type: str, chain: Sequence[ChainEntry]) -> list[ChainEntry]:
+        if not chain:
+            raise not_configured(usage_type)
+        enabled = sorted((e for e in chain if e.enabled), key=lambda e: e.priority)
+        if not enabled:
+            raise all_disabled(usage_type)
+        return enabled
+
+    async def _admit(self, run: _Run, index: int, request: CompletionRequest) -> LLMProvider | None:
+        """The provider to call for entry `index`, after the pending backoff; None: skipped."""
+        entry = run.entries[index]
+        if index:
+            previous = run.entries[index - 1]
+            reason = run.attempts[-1].reason if run.attempts else "error"
+            self._count_fallback(run, previous, entry, reason)
+        skip = self._skip(run, index, request)
+        provider = self.providers.get(entry.provider)
+        if skip is None and provider is None:
+            skip = ("not_configured", f"Provider {entry.provider!r} is not configured")
+        if skip is not None:
+            log.info(
+                "skipping model=%s provider=%s endpoint=%s usage_type=%s: %s",
+                entry.model_id,
+                entry.provider,
+                run.endpoint,
+                run.usage_type,
+                skip[1],
+            )
+            run.attempts.append(self._attempt(entry, skip[0], skip[1]))
+            return None
+        if run.pending_delay > 0:
+            await self._sleep(run.pending_delay)
+        run.pending_delay = 0.0
+        run.called += 1
+        return provider
+
+    def _skip(self, run: _Run, index: int, request: CompletionRequest) -> tuple[str, str] | None:
+        entry = run.entries[index]
+        cfg = self.config
+        if cfg.max_attempts is not None and run.called >= cfg.max_attempts:
+            return "max_attempts", f"Skipped: {cfg.max_attempts} models already tried"
+        cooling = self.breaker.cooling(entry.key)
+        if cooling is not None:
+            left, why = cooling
+            return "circuit_open", f"Skipped: cooling down after {why} ({left:.0f}s left)"
+        later = run.entries[index + 1 :]
+        if entry.provider in cfg.local_providers and any(
+            e.provider not in cfg.local_providers for e in later
+        ):
+            tokens = request.estimated_prompt_tokens()
+            if cfg.local_token_limit is not None and tokens >= cfg.local_token_limit:
+                return (
+                    "context_too_large",
+                    f"Skipped: ~{tokens} prompt tokens >= {cfg.local_token_limit} for a "
+                    "local model",
+                )
+            if self._health is not None and not self._health(entry.provider):
+                return "unhealthy", f"Skipped: {entry.provider} health is degraded"
+        return None
+
+    def _request_for(
+        self, entry: ChainEntry, request: CompletionRequest, timeout: float
+    ) -> CompletionRequest:
+        params = entry.parameters
+        return replace(
+            request,
+            max_tokens=int(params.get("max_tokens", request.max_tokens)),
+            temperature=float(params.get("temperature", request.temperature)),
+            # reasoning_mode lets the model think: no JSON constraint is sent (we still parse).
+            response_format=None if entry.reasoning_mode else request.response_format,
+            timeout=timeout,
+        )
+
+    async def _call(
+        self,
+        provider: LLMProvider,
+        entry: ChainEntry,
+        request: CompletionRequest,
+        timeout: float,  # noqa: ASYNC109 - enforced with asyncio.timeout below
+    ) -> Completion:
+        try:
+            async with asyncio.timeout(timeout):
+                return await provider.complete(request, entry.model_id)
+        except TimeoutError:
+            raise ProviderTimeout(
+                timeout=timeout, provider=entry.provider, model=entry.model_id
+            ) from None
+
+    def _finish(
+        self,
+        completion: Completion,
+        entry: ChainEntry,
+        request: CompletionRequest,
+        endpoint: str,
+    ) -> tuple[str, dict[str, Any] | None]:
+        text, reasoning = strip_reasoning(completion.text)
+        if reasoning:
+            log.debug(
+                "reasoning stripped model=%s endpoint=%s raw=%r",
+                entry.model_id,
+                endpoint,
+                completion.text,
+            )
+        if not request.wants_json:
+            return text, None
+        schema = request.response_format if isinstance(request.response_format, dict) else None
+        try:
+            data = parse_json_object(text, schema)
+        except ValueError as exc:
+            raise MalformedResponse(
+                f"Malformed response ({exc})",
+                raw=completion.text,
+                provider=entry.provider,
+                model=entry.model_id,
+            ) from None
+        return text, data
+
+    def _account(self, completion: Completion, entry: ChainEntry) -> None:
+        self.record_tokens(
+            entry.provider,
+            entry.model_id,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+        )
+
+    def record_tokens(self, provider: str, model: str, prompt: int, completion: int) -> None:
+        """Count tokens per provider (free providers are tracked in tokens, not dollars)."""
+        usage = self.usage.setdefault(provider, TokenUsage())
+        usage.prompt += prompt
+        usage.completion += completion
+        usage.calls += 1
+        if prompt:
+            self.metrics.prompt_tokens.labels(provider, model).inc(prompt)
+        if completion:
+            self.metrics.completion_tokens.labels(provider, model).inc(completion)
+
+    def _failed(
+        self, run: _Run, entry: ChainEntry, exc: ProviderError, request: CompletionRequest
+    ) -> None:
+        run.failures += 1
+        run.attempts.append(self._attempt(entry, exc.reason, exc.message))
+        self.note_failure(entry, exc, run.endpoint, run.usage_type, request)
+        cfg = self.config
+        if isinstance(exc, (ProviderUnavailable, OutOfMemory)):
+            run.pending_delay = 0.0  # 503: the next model at once
+        elif isinstance(exc, RateLimited):
+            run.pending_delay = min(
+                cfg.max_delay, max(exc.retry_after or 0.0, cfg.backoff(run.failures))
+            )
+        else:
+            run.pending_delay = cfg.backoff(run.failures)
+
+    def note_failure(
+        self,
+        entry: ChainEntry,
+        exc: ProviderError,
+        endpoint: str,
+        usage_type: str,
+        request: CompletionRequest | None = None,
+    ) -> None:
+        """Log, count and trip the breaker for one failed call (streams call this too)."""
+        cfg = self.config
+        model, at = entry.model_id, self._timestamp()
+        if isinstance(exc, RateLimited):
+            self.metrics.rate_limited.labels(endpoint, model).inc()
+            self.breaker.trip(
+                entry.key, max(exc.retry_after or 0.0, cfg.rate_limit_cooldown), "rate limit"
+            )
+            log.warning(
+                "rate limited model=%s endpoint=%s usage_type=%s retry_after=%s at=%s",
+                model,
+                endpoint,
+                usage_type,
+                exc.retry_after,
+                at,
+            )
+        elif isinstance(exc, ProviderTimeout):
+            self.metrics.timeout.labels(endpoint, model).inc()
+            self.breaker.trip(entry.key, cfg.unavailable_cooldown, "timeout")
+            log.warning(
+                "timeout model=%s endpoint=%s usage_type=%s timeout=%ss at=%s",
+                model,
+                endpoint,
+                usage_type,
+                exc.timeout,
+                at,
+            )
+        elif isinstance(exc, ProviderUnavailable):
+            self.metrics.unavailable.labels(endpoint, model).inc()
+            self.breaker.trip(entry.key, cfg.unavailable_cooldown, "service unavailable")
+            log.warning(
+                "service unavailable model=%s endpoint=%s usage_type=%s: %s",
+                model,
+                endpoint,
+                usage_type,
+                exc.message,
+            )
+        elif isinstance(exc, OutOfMemory):
+            self.breaker.trip(entry.key, cfg.unavailable_cooldown, "out of memory")
+            size = request.estimated_prompt_tokens() if request is not None else -1
+            log.warning(
+                "out of memory model=%s provider=%s endpoint=%s query_tokens~%d error_type=%s",
+                model,
+                entry.provider,
+                endpoint,
+                size,
+                type(exc).__name__,
+            )
+        elif isinstance(exc, MalformedResponse):
+            self.metrics.malformed.labels(endpoint, model).inc()
+            log.warning(
+                "malformed response model=%s endpoint=%s usage_type=%s: %s (%d chars)",
+                model,
+                endpoint,
+                usage_type,
+                exc.message,
+                len(exc.raw),
+            )
+            log.debug("raw response model=%s endpoint=%s raw=%r", model, endpoint, exc.raw)
+        else:
+            log.warning(
+                "model call failed model=%s endpoint=%s usage_type=%s: %s",
+                model,
+                endpoint,
+                usage_type,
+                exc.message,
+            )
+
+    def _count_fallback(
+        self, run: _Run, previous: ChainEntry, entry: ChainEntry, reason: str
+    ) -> None:
+        self.metrics.fallback.labels(run.endpoint, previous.model_id, entry.model_id, reason).inc()
+        # A skip (cooling circuit, routing rule) was already logged when it was decided.
+        level = logging.INFO if reason in _SKIP_REASONS else logging.WARNING
+        log.log(
+            level,
+            "fallback usage_type=%s endpoint=%s from_model=%s to_model=%s reason=%s",
+            run.usage_type,
+            run.endpoint,
+            previous.model_id,
+            entry.model_id,
+            reason,
+        )
+
+    def _exhausted(self, run: _Run) -> AllModelsFailed:
+        self.metrics.all_failed.labels(run.endpoint).inc()
+        log.error(
+            "all models failed usage_type=%s endpoint=%s attempts=%s",
+            run.usage_type,
+            run.endpoint,
+            [(a.model, a.reason) for a in run.attempts],
+        )
+        return AllModelsFailed(
+            run.usage_type, run.endpoint, run.attempts, self.config.exhausted_retry_after
+        )
+
+    def _attempt(self, entry: ChainEntry, reason: str, error: str) -> Attempt:
+        return Attempt(
+            model=entry.model_id,
+            provider=entry.provider,
+            priority=entry.priority,
+            reason=reason,
+            error=error,
+            timestamp=self._timestamp(),
+        )
+
+    def _timestamp(self) -> str:
+        return datetime.fromtimestamp(self._clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GatewayStream:
+    """An open stream: metadata now, text deltas (reasoning removed) when iterated."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        entry: ChainEntry,
+        first: str,
+        tokens: AsyncIterator[str],
+        timeout: float,
+        request: CompletionRequest,
+        endpoint: str,
+        *,
+        fallback_count: int,
+        attempts: tuple[Attempt, ...],
+    ) -> None:
+        self._gateway = gateway
+        self.entry = entry
+        self._first: str | None = first
+        self._tokens = tokens
+        self._timeout = timeout
+        self._request = request
+        self._endpoint = endpoint
+        self.fallback_count = fallback_count
+        self.attempts = attempts
+        self.text_chars = 0
+
+    @property
+    def model_used(self) -> str:
+        return self.entry.model_id
+
+    @property
+    def provider(self) -> str:
+        return self.entry.provider
+
+    @property
+    def priority(self) -> int:
+        return self.entry.priority
+
+    @property
+    def primary_error(self) -> str | None:
+        return self.attempts[0].error if self.attempts else None
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "model_used": self.model_used,
+            "provider": self.provider,
+            "priority": self.priority,
+            "fallback_count": self.fallback_count,
+        }
+        if self.fallback_count and self.primary_error:
+            meta["primary_error"] = self.primary_error
+        return meta
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        think = ThinkFilter()
+        raw_chars = 0
+        try:
+            if self._first is not None:
+                first, self._first = self._first, None
+                raw_chars += len(first)
+                if out := think.feed(first):
+                    self.text_chars += len(out)
+                    yield out
+            while True:
+                try:
+                    async with asyncio.timeout(self._timeout):
+                        delta = await anext(self._tokens)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    exc = ProviderTimeout(
+                        timeout=self._timeout, provider=self.provider, model=self.model_used
+                    )
+                    self._gateway.note_failure(self.entry, exc, self._endpoint, "", self._request)
+                    raise exc from None
+                except ProviderError as exc:
+                    self._gateway.note_failure(self.entry, exc, self._endpoint, "", self._request)
+                    raise
+                raw_chars += len(delta)
+                if out := think.feed(delta):
+                    self.text_chars += len(out)
+                    yield out
+            if rest := think.flush():
+                self.text_chars += len(rest)
+                yield rest
+            self._gateway.breaker.reset(self.entry.key)
+        finally:
+            await _aclose(self._tokens)
+            if think.reasoning:
+                log.debug(
+                    "reasoning stripped from stream model=%s endpoint=%s raw=%r",
+                    self.model_used,
+                    self._endpoint,
+                    "".join(think.reasoning),
+                )
+            # Streams seldom report usage: count an estimate (4 characters a token).
+            self._gateway.record_tokens(
+                self.provider,
+                self.model_used,
+                self._request.estimated_prompt_tokens(),
+                raw_chars // 4,
+            )
+
+
+def _unexpected(exc: Exception, entry: ChainEntry) -> ProviderError:
+    return ProviderRequestFailed(
+        f"Provider error ({type(exc).__name__})", provider=entry.provider, model=entry.model_id
+    )
+
+
+async def _aclose(iterator: AsyncIterator[str]) -> None:
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:  # closing a failed stream must not hide the failure
+            log.debug("closing a provider stream failed", exc_info=True)
