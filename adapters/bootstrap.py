@@ -17,17 +17,21 @@ from adapters.duckdb_model_configs import DuckDBModelConfigs
 from adapters.embeddings import SentenceTransformerEmbedder
 from adapters.llm.settings import LLMSettings, build_llm_providers
 from adapters.model_discovery import ModelDiscovery
+from adapters.qdrant_collections import QdrantCollections
 from adapters.qdrant_index import QdrantVectorIndex
 from adapters.settings import Settings
 from commands.application import UpstreamApplication
 from domain.errors import NotCaughtUp, UnknownProjection, UpstreamError
 from domain.ports import Embedder, Projection, VectorIndex
+from projections.collections import CollectionsProjection
 from projections.graph import GraphProjection
 from projections.model_configs import ModelConfigsProjection
 from projections.rebuild import catch_up, rebuild
 from projections.vectors import VectorsProjection
+from queries.free_tier import FreeTierPolicy, seed_cloud_model_ids
 from queries.gateway import Gateway, GatewayConfig
 from queries.lineage import LineageService
+from queries.ollama_health import OllamaHealthConfig, OllamaHealthMonitor
 from queries.search import SearchService
 
 log = logging.getLogger("upstream.bootstrap")
@@ -69,6 +73,9 @@ class Container:
     model_discovery: Any = None
     gateway: Any = None
     metrics_registry: Any = None
+    collections: Any = None
+    ollama_health: Any = None
+    free_tier: Any = None
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
@@ -90,6 +97,8 @@ class Container:
             await self._astep("command handlers, relay, projections", self._start_write_side)
             self._start_reindex_schedule()
             await self._astep("model configurations", self._seed_model_configs)
+        if self.ollama_health is not None and self.role != "offline":
+            await self._astep("ollama health", self.ollama_health.start)
         if self.role != "offline":
             await self._astep("broker", self.broker.start)
         self.started_at = time.time()
@@ -119,8 +128,12 @@ class Container:
         self.graph.close()
         if self.model_configs is not None:
             self.model_configs.close()
+        if self.ollama_health is not None:
+            await self.ollama_health.stop()
         if self.gateway is not None:
             await self.gateway.aclose()
+        if self.collections is not None:
+            self.collections.close()
         self.app.close()
         if self._lock_file is not None:
             self._lock_file.close()
@@ -327,6 +340,45 @@ def build_graph_store(settings: Settings) -> Any:
     return LadybugGraphStore(settings.graph_path or settings.data_dir / "graph")
 
 
+def build_collections(settings: Settings) -> QdrantCollections:
+    if settings.qdrant_url:
+        key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        return QdrantCollections(url=settings.qdrant_url, api_key=key)
+    # Local mode locks its folder: the collections cannot share the chunk vectors' path.
+    return QdrantCollections(path=settings.data_dir / "qdrant_collections")
+
+
+def build_ollama_health(llm: LLMSettings, providers: Any, model_configs: Any) -> Any:
+    from domain.llm import ChainEntry
+    from domain.model_config import UsageType
+
+    def chains() -> dict[str, list[ChainEntry]]:
+        return {
+            u.value: [ChainEntry.from_row(r) for r in model_configs.fallback_chain(u.value)]
+            for u in UsageType
+        }
+
+    config = OllamaHealthConfig(
+        interval_s=llm.ollama_health_interval_s,
+        timeout_s=llm.ollama_health_timeout_s,
+        use_quantized=llm.ollama_use_quantized,
+        quantization=llm.ollama_quantization,
+        memory_budget_mb=llm.ollama_memory_mb,
+        min_memory_mb=llm.ollama_min_memory_mb,
+        max_context_window=llm.ollama_context_window,
+        min_context_window=llm.ollama_min_context_window,
+        kv_mb_per_token=llm.ollama_kv_mb_per_token,
+        fallback_provider=llm.inference_fallback_provider,
+    )
+    return OllamaHealthMonitor(
+        providers["ollama"],
+        [llm.ollama_chat_model, llm.ollama_embedding_model],
+        config,
+        time.time,
+        chains=chains,
+    )
+
+
 def bootstrap(
     settings: Settings | None = None,
     role: Role = "serve",
@@ -355,12 +407,24 @@ def bootstrap(
     model_configs = DuckDBModelConfigs(settings.data_dir / f"model_configs.{role}.duckdb")
     configs_projection = ModelConfigsProjection(model_configs)
     registry = CollectorRegistry()  # one per process: /metrics and the gateway's counters
-    llm_settings = LLMSettings()
+    llm = LLMSettings()
+    providers = build_llm_providers(llm)
+    ollama_health = build_ollama_health(llm, providers, model_configs)
     gateway = Gateway(
-        build_llm_providers(llm_settings),
-        config=GatewayConfig(**llm_settings.gateway_options()),
+        providers,
+        config=GatewayConfig(**llm.gateway_options()),
+        registry=registry,
+        provider_health=ollama_health.provider_health,
+    )
+    discovery = ModelDiscovery()
+    free_tier = FreeTierPolicy(
+        discovery,
+        seed_cloud_model_ids(),
+        default_model=llm.free_tier_default_model,
         registry=registry,
     )
+    collections = build_collections(settings)
+    collections_projection = CollectionsProjection(collections)
     return Container(
         settings=settings,
         role=role,
@@ -371,12 +435,16 @@ def bootstrap(
             vectors.name: vectors,
             graph_projection.name: graph_projection,
             configs_projection.name: configs_projection,
+            collections_projection.name: collections_projection,
         },
         search=SearchService(embedder, index),
         graph=graph,
         lineage=LineageService(graph),
         model_configs=model_configs,
-        model_discovery=ModelDiscovery(),
+        model_discovery=discovery,
         gateway=gateway,
         metrics_registry=registry,
+        collections=collections,
+        ollama_health=ollama_health,
+        free_tier=free_tier,
     )

@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from adapters.bootstrap import Container, Role, bootstrap
 from adapters.settings import Settings
 from api.errors import install_error_handlers
-from api.routes import health, ingest, lineage, models, search, sources
+from api.routes import collections, health, ingest, lineage, models, search, sources
+from api.routes import ollama_health as ollama_health_routes
 from queries.metrics import Metrics
 
 
@@ -43,4 +44,6 @@ def create_app(
     app.include_router(sources.router)
     app.include_router(lineage.router)
     app.include_router(models.router)
+    app.include_router(ollama_health_routes.router)
+    app.include_router(collections.router)
     return app

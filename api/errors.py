@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from adapters.qdrant_index import EmbeddingModelMismatch
 from commands.sources.git import GitCloneFailed
 from domain import errors
+from domain.collections import CollectionNotFound
 from domain.llm import AllModelsFailed
 from domain.model_config import ModelConfigNotFound, ModelSelectionUnavailable
 from queries.lineage import AmbiguousEntity, EntityNotFound
@@ -27,6 +28,7 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (GitCloneFailed, 502),
     (EntityNotFound, 404),
     (ModelConfigNotFound, 404),
+    (CollectionNotFound, 404),
     (AmbiguousEntity, 409),
 ]
 

@@ -10,6 +10,13 @@ from typing import Any
 from faststream.nats import NatsBroker
 from pydantic import ValidationError
 
+from bus.collection_subjects import (
+    CMD_COLLECTION_ADD_DOCUMENTS,
+    CMD_COLLECTION_CREATE,
+    CMD_COLLECTION_DELETE,
+    CMD_COLLECTION_EMPTY,
+    CMD_COLLECTION_UPDATE_METADATA,
+)
 from bus.model_config_subjects import (
     CMD_MODEL_CONFIG_CREATE,
     CMD_MODEL_CONFIG_DELETE,
@@ -18,6 +25,13 @@ from bus.model_config_subjects import (
 )
 from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT, COMMAND_QUEUE
 from commands.application import UpstreamApplication
+from commands.collections import (
+    AddDocuments,
+    CreateCollection,
+    DeleteCollection,
+    EmptyCollection,
+    UpdateCollectionMetadata,
+)
 from commands.model_config import (
     CreateModelConfig,
     DeleteModelConfig,
@@ -79,6 +93,36 @@ def register_command_handlers(
             SeedModelConfigs,
             app.seed_model_configs,
             "SeedModelConfigs: create a seed profile's configurations.",
+        ),
+        (
+            CMD_COLLECTION_CREATE,
+            CreateCollection,
+            app.create_collection,
+            "CreateCollection: create a collection with metadata.",
+        ),
+        (
+            CMD_COLLECTION_UPDATE_METADATA,
+            UpdateCollectionMetadata,
+            app.update_collection_metadata,
+            "UpdateCollectionMetadata: replace or merge a collection's metadata.",
+        ),
+        (
+            CMD_COLLECTION_ADD_DOCUMENTS,
+            AddDocuments,
+            app.add_documents,
+            "AddDocuments: store documents with pre-computed embeddings.",
+        ),
+        (
+            CMD_COLLECTION_EMPTY,
+            EmptyCollection,
+            app.empty_collection,
+            "EmptyCollection: remove every document, keep the metadata.",
+        ),
+        (
+            CMD_COLLECTION_DELETE,
+            DeleteCollection,
+            app.delete_collection,
+            "DeleteCollection: delete a collection.",
         ),
     ]
     for subject, model, method, description in routes:

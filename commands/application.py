@@ -10,6 +10,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import IntegrityError, Notification
 
+from commands.collections import CollectionCommands
 from commands.model_config import ModelConfigCommands
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
 from domain.chunkers import chunk_file
@@ -34,7 +35,7 @@ APP_NAME = "upstream"
 _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
-class UpstreamApplication(ModelConfigCommands, Application[Any]):
+class UpstreamApplication(ModelConfigCommands, CollectionCommands, Application[Any]):
     """Command handlers: load aggregates, decide, save; the store assigns each event a position."""
 
     name = APP_NAME

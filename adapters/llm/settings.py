@@ -56,6 +56,21 @@ class LLMSettings(BaseSettings):
     local_token_limit: int | None = Field(default=3000, alias="LLM_LOCAL_TOKEN_LIMIT")
     exhausted_retry_after_s: int = Field(default=120, alias="LLM_EXHAUSTED_RETRY_AFTER", ge=0)
 
+    ollama_chat_model: str = Field(default="llama3.1:8b", alias="OLLAMA_CHAT_MODEL")
+    ollama_embedding_model: str = Field(default="nomic-embed-text", alias="OLLAMA_EMBEDDING_MODEL")
+    ollama_use_quantized: bool = Field(default=False, alias="OLLAMA_USE_QUANTIZED")
+    ollama_quantization: str = Field(default="q4_0", alias="OLLAMA_QUANTIZATION")
+    ollama_health_interval_s: float = Field(default=30.0, alias="OLLAMA_HEALTH_INTERVAL", gt=0)
+    ollama_health_timeout_s: float = Field(default=5.0, alias="OLLAMA_HEALTH_TIMEOUT", gt=0)
+    ollama_memory_mb: float | None = Field(default=None, alias="OLLAMA_MEMORY_MB")
+    ollama_min_memory_mb: float = Field(default=1024.0, alias="OLLAMA_MIN_MEMORY_MB", ge=0)
+    ollama_context_window: int = Field(default=8192, alias="OLLAMA_CONTEXT_WINDOW", gt=0)
+    ollama_min_context_window: int = Field(default=2048, alias="OLLAMA_MIN_CONTEXT_WINDOW", gt=0)
+    ollama_kv_mb_per_token: float = Field(default=0.125, alias="OLLAMA_KV_MB_PER_TOKEN", gt=0)
+    free_tier_default_model: str = Field(
+        default="google/gemini-2.0-flash-exp:free", alias="FREE_TIER_DEFAULT_MODEL"
+    )
+
     def gateway_options(self) -> dict[str, Any]:
         """Keyword arguments of `queries.gateway.GatewayConfig`."""
         return {
