@@ -91,6 +91,7 @@ class ProjectionRunner:
             try:
                 messages = await self._sub.fetch(self.batch_size, timeout=self.fetch_timeout_s)
             except (NatsTimeoutError, TimeoutError):
+                await self._flush_when_idle()
                 continue
             except asyncio.CancelledError:
                 raise
@@ -100,6 +101,16 @@ class ProjectionRunner:
                 continue
             if messages:
                 await self._apply_until_done(await self._top_up(messages))
+
+    async def _flush_when_idle(self) -> None:
+        flush = getattr(self.projection, "flush", None)
+        if flush is None:
+            return
+        try:
+            async with self.lock:
+                await asyncio.to_thread(flush)
+        except Exception as error:  # retried at the next idle moment
+            log.warning("projection %s: checkpoint flush failed (%s)", self.name, error)
 
     async def _top_up(self, messages: list[Any]) -> list[Any]:
         """Micro-batching: during a burst, wait a moment for more so the model sees full

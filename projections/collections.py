@@ -66,6 +66,7 @@ class CollectionsProjection(CheckpointedProjection):
     """Read model `collections`."""
 
     name = "collections"
+    relevant_events = frozenset(EVENTS)
 
     def __init__(self, store: CollectionStore) -> None:
         super().__init__(store)

@@ -19,6 +19,7 @@ class GraphProjection(CheckpointedProjection):
     its checkpoint only repeats the write."""
 
     name = "graph"
+    relevant_events = frozenset({"LineageExtracted", "LineageEdgesRetracted", "FileDeleted"})
 
     def _apply(self, envelopes: Sequence[EventEnvelope], last: int) -> None:
         for run in _runs(envelopes):

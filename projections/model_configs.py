@@ -51,6 +51,7 @@ class ModelConfigsProjection(CheckpointedProjection):
     """Read model `model_configs`: rows, history and checkpoint written in one transaction."""
 
     name = "model_configs"
+    relevant_events = frozenset(CONFIG_EVENTS + REGISTRY_EVENTS)
 
     def __init__(self, store: ModelConfigStore, tenant_id: str = "default") -> None:
         super().__init__(store)

@@ -44,6 +44,7 @@ class VectorsProjection(CheckpointedProjection):
     repeats them."""
 
     name = "vectors"
+    relevant_events = frozenset({"FileChunked", "FileDeleted"})
 
     def __init__(self, embedder: Embedder, index: VectorIndex) -> None:
         super().__init__(index)

@@ -133,3 +133,19 @@ def test_a_chunk_that_cannot_be_embedded_does_not_block_the_rest(memory_app, mem
     assert projection.failed_chunks == 1
     assert projection.position() == memory_app.max_position()  # nothing is stuck behind it
     assert embedder.model_name == memory_index.model[1]  # every call names the model in use
+
+
+def test_irrelevant_events_move_the_position_and_flush_writes_it(memory_app, projection):
+    _ingest(memory_app, "a.sql", "select 1 from t")
+    catch_up(projection, memory_app)
+    saved = projection.index.checkpoint("vectors")
+    from commands.models import RecordRepositorySnapshot
+
+    memory_app.record_repository_snapshot(
+        RecordRepositorySnapshot(project_id="p", source="s", paths=("a.sql",))
+    )
+    catch_up(projection, memory_app)  # only repository events: nothing for this read model
+    assert projection.position() == memory_app.max_position()
+
+    projection.flush()
+    assert projection.index.checkpoint("vectors") == memory_app.max_position() > saved
