@@ -132,6 +132,12 @@ class DbtProjectChangedPayload(BaseModel):
     content: str
 
 
+class OpenPayload(BaseModel):
+    """Fields as recorded by the aggregate (see its event method); actor and reason included."""
+
+    model_config = {"extra": "allow"}
+
+
 def envelope_schema(name: str, payload: type[BaseModel]) -> type[BaseModel]:
     """The envelope every event travels in, with `payload` typed for one event type."""
     fields: dict[str, Any] = {
@@ -180,6 +186,69 @@ EVENT_SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
 }
 
 
+_OPEN_EVENTS = {
+    "events.model_config.ModelConfigCreated": "A model configuration was created.",
+    "events.model_config.ModelConfigUpdated": "A configuration changed (state and changes).",
+    "events.model_config.ModelConfigDeleted": "A configuration was deleted.",
+    "events.model_config_registry.ModelConfigsSeeded": "A seed profile was applied.",
+    "events.model_config_registry.ModelConfigsReset": "Every configuration was removed.",
+    "events.model_config_registry.ModelConfigRegistryOpened": "A tenant's first configuration.",
+    "events.model_config_registry.ModelConfigSlotClaimed": "A (usage_type, priority) slot taken.",
+    "events.model_config_registry.ModelConfigSlotReleased": "A slot freed.",
+    "events.collection.CollectionCreated": "A collection was created.",
+    "events.collection.CollectionRecreated": "A deleted collection name was created again.",
+    "events.collection.CollectionMetadataUpdated": "A collection's metadata changed.",
+    "events.collection.DocumentsAdded": "Documents with their embeddings were added.",
+    "events.collection.CollectionEmptied": "Every document was removed; metadata kept.",
+    "events.collection.CollectionDeleted": "A collection was deleted.",
+}
+
+
+def _document_commands(broker: NatsBroker) -> None:
+    """Model configuration and collection commands, each with its typed payload."""
+    from bus.collection_subjects import (
+        CMD_COLLECTION_ADD_DOCUMENTS,
+        CMD_COLLECTION_CREATE,
+        CMD_COLLECTION_DELETE,
+        CMD_COLLECTION_EMPTY,
+        CMD_COLLECTION_UPDATE_METADATA,
+    )
+    from bus.model_config_subjects import (
+        CMD_MODEL_CONFIG_CREATE,
+        CMD_MODEL_CONFIG_DELETE,
+        CMD_MODEL_CONFIG_SEED,
+        CMD_MODEL_CONFIG_UPDATE,
+    )
+    from commands import collections as c
+    from commands import model_config as m
+
+    commands: list[tuple[str, type[BaseModel]]] = [
+        (CMD_MODEL_CONFIG_CREATE, m.CreateModelConfig),
+        (CMD_MODEL_CONFIG_UPDATE, m.UpdateModelConfig),
+        (CMD_MODEL_CONFIG_DELETE, m.DeleteModelConfig),
+        (CMD_MODEL_CONFIG_SEED, m.SeedModelConfigs),
+        (CMD_COLLECTION_CREATE, c.CreateCollection),
+        (CMD_COLLECTION_UPDATE_METADATA, c.UpdateCollectionMetadata),
+        (CMD_COLLECTION_ADD_DOCUMENTS, c.AddDocuments),
+        (CMD_COLLECTION_EMPTY, c.EmptyCollection),
+        (CMD_COLLECTION_DELETE, c.DeleteCollection),
+    ]
+    for subject, model in commands:
+        broker.subscriber(
+            subject,
+            title=subject,
+            description=f"{model.__name__} (request-reply; the reply is a CommandResult).",
+        )(_documented_receiver(model))
+
+
+def _documented_receiver(model: type[BaseModel]) -> Any:
+    async def receive(command: BaseModel) -> CommandResult:  # pragma: no cover - docs only
+        return CommandResult(accepted=False)
+
+    receive.__annotations__ = {"command": model, "return": CommandResult}
+    return receive
+
+
 def build_asyncapi() -> AsyncAPI:
     broker = NatsBroker()
 
@@ -209,6 +278,14 @@ def build_asyncapi() -> AsyncAPI:
     async def snapshot(command: RecordRepositorySnapshot) -> CommandResult:  # pragma: no cover
         return CommandResult(accepted=False)
 
+    _document_commands(broker)
+    for subject, description in _OPEN_EVENTS.items():
+        broker.publisher(
+            subject,
+            title=subject,
+            description=description + " Stream EVENTS; Nats-Msg-Id = <app>:<position>.",
+            schema=envelope_schema(subject.rsplit(".", 1)[-1] + "Event", OpenPayload),
+        )
     for subject, (payload, description) in EVENT_SCHEMAS.items():
         name = subject.rsplit(".", 1)[-1] + "Event"
         broker.publisher(

@@ -18,6 +18,12 @@ def test_asyncapi_documents_commands_and_events():
     assert "cmd.ingest_file" in spec["channels"]
     assert set(EVENT_SCHEMAS) <= set(spec["channels"])
     assert "IngestFile" in spec["components"]["schemas"]
+    for command in ("cmd.model_config.create", "cmd.collection.add_documents"):
+        assert spec["operations"][command]["action"] == "receive"
+    for schema in ("CreateModelConfig", "SeedModelConfigs", "AddDocuments", "CreateCollection"):
+        assert schema in spec["components"]["schemas"]
+    assert "events.collection.DocumentsAdded" in spec["channels"]
+    assert "events.model_config.ModelConfigUpdated" in spec["channels"]
 
 
 def test_every_recorded_event_validates_against_its_documented_schema(memory_app):
@@ -37,3 +43,13 @@ def test_every_recorded_event_validates_against_its_documented_schema(memory_app
         parsed = model.model_validate(json.loads(envelope.to_json()))
         assert parsed.model_dump()["payload"] == envelope.payload  # nothing undocumented
     assert seen == set(EVENT_SCHEMAS)  # and every documented event really happens
+
+
+def test_model_config_events_are_all_documented(memory_app):
+    from bus.asyncapi import _OPEN_EVENTS
+    from commands.model_config import SeedModelConfigs
+
+    memory_app.seed_model_configs(SeedModelConfigs(profile="local"))
+    memory_app.seed_model_configs(SeedModelConfigs(profile="default", force=True))
+    subjects = {e.subject for e in memory_app.read(0, 1000)}
+    assert subjects <= set(_OPEN_EVENTS)
