@@ -8,6 +8,7 @@ with any secret redacted, for DEBUG logs).
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -130,6 +131,28 @@ class HttpProvider:
         if status == 404:
             return ProviderRequestFailed(f"Model or route not found at {self.name} (404)", **where)
         return ProviderRequestFailed(f"{self.name} answered HTTP {status}", **where)
+
+    async def post_json(
+        self, path: str, body: dict[str, Any], model: str, request_timeout: float | None
+    ) -> tuple[Any, str]:
+        """POST `body`; the parsed JSON reply and its raw text, every failure mapped to its type."""
+        try:
+            response = await self.client.post(
+                path, json=body, timeout=self.timeout(request_timeout)
+            )
+        except httpx.HTTPError as exc:
+            raise self.transport_error(exc, model, request_timeout) from None
+        text = response.text
+        if response.status_code >= 400:
+            raise self.status_error(response.status_code, response.headers, text, model)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise self.malformed("body is not JSON", text, model) from None
+        embedded = error_in_body(data)
+        if embedded is not None:
+            raise self.status_error(embedded[0], response.headers, embedded[1], model)
+        return data, text
 
     def malformed(self, what: str, raw: str, model: str) -> MalformedResponse:
         return MalformedResponse(

@@ -57,24 +57,9 @@ class OllamaProvider(HttpProvider):
 
     async def complete(self, request: CompletionRequest, model: str) -> Completion:
         started = time.perf_counter()
-        try:
-            response = await self.client.post(
-                "/api/chat",
-                json=self.body(request, model, stream=False),
-                timeout=self.timeout(request.timeout),
-            )
-        except httpx.HTTPError as exc:
-            raise self.transport_error(exc, model, request.timeout) from None
-        text = response.text
-        if response.status_code >= 400:
-            raise self.status_error(response.status_code, response.headers, text, model)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise self.malformed("body is not JSON", text, model) from None
-        embedded = error_in_body(data)
-        if embedded is not None:
-            raise self.status_error(embedded[0], response.headers, embedded[1], model)
+        data, text = await self.post_json(
+            "/api/chat", self.body(request, model, stream=False), model, request.timeout
+        )
         message = data.get("message") if isinstance(data, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):

@@ -74,24 +74,9 @@ class OpenAICompatibleProvider(HttpProvider):
 
     async def complete(self, request: CompletionRequest, model: str) -> Completion:
         started = time.perf_counter()
-        try:
-            response = await self.client.post(
-                "/chat/completions",
-                json=self.body(request, model, stream=False),
-                timeout=self.timeout(request.timeout),
-            )
-        except httpx.HTTPError as exc:
-            raise self.transport_error(exc, model, request.timeout) from None
-        text = response.text
-        if response.status_code >= 400:
-            raise self.status_error(response.status_code, response.headers, text, model)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise self.malformed("body is not JSON", text, model) from None
-        embedded = error_in_body(data)
-        if embedded is not None:
-            raise self.status_error(embedded[0], response.headers, embedded[1], model)
+        data, text = await self.post_json(
+            "/chat/completions", self.body(request, model, stream=False), model, request.timeout
+        )
         try:
             choice = data["choices"][0]
             content = choice["message"].get("content") or ""
