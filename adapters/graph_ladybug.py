@@ -31,6 +31,7 @@ from typing import Any
 
 import ladybug
 
+from adapters.graph_rows import dumps, node_row
 from domain.graph import LineageEdge, LineageNode, NodeKind, Rel, Subgraph
 from domain.graph_port import (
     DEFAULT_RELS,
@@ -41,7 +42,6 @@ from domain.graph_port import (
     edge_key,
     edge_sort_key,
     group_by_name,
-    last_segment,
     latest_edges,
     merge_batch,
     missing_endpoints,
@@ -194,8 +194,8 @@ class LadybugGraphStore:
         edges: Sequence[LineageEdge],
         retracted_edge_ids: Sequence[str],
     ) -> None:
-        node_rows = [_node_row(tenant_id, n) for n in merge_batch(nodes)]
-        missing_rows = [_node_row(tenant_id, n) for n in missing_endpoints(nodes, edges)]
+        node_rows = [node_row(tenant_id, n) for n in merge_batch(nodes)]
+        missing_rows = [node_row(tenant_id, n) for n in missing_endpoints(nodes, edges)]
         edge_rows = [_edge_row(tenant_id, e) for e in latest_edges(edges)]
         retracted = [edge_key(tenant_id, eid) for eid in retracted_edge_ids]
         with self._transaction():
@@ -323,25 +323,6 @@ def _execute(
     return rows
 
 
-def _dumps(properties: dict[str, Any]) -> str:
-    return json.dumps(properties, sort_keys=True, default=str)
-
-
-def _node_row(tenant_id: str, node: LineageNode) -> dict[str, Any]:
-    return {
-        "key": node_key(tenant_id, node.urn),
-        "urn": node.urn,
-        "tenant_id": tenant_id,
-        "project_id": node.project_id,
-        "kind": str(node.kind),
-        "name": node.name,
-        "lname": node.name.lower(),
-        "lseg": last_segment(node.kind, node.name),
-        "path": node.path,
-        "properties": _dumps(node.properties),
-    }
-
-
 def _edge_row(tenant_id: str, edge: LineageEdge) -> dict[str, Any]:
     status = edge.properties.get("status")
     return {
@@ -361,7 +342,7 @@ def _edge_row(tenant_id: str, edge: LineageEdge) -> dict[str, Any]:
         "conditional": bool(edge.conditional),
         "via": edge.via,
         "status": None if status is None else str(status),
-        "properties": _dumps(edge.properties),
+        "properties": dumps(edge.properties),
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from neo4j import Driver, GraphDatabase, ManagedTransaction, RoutingControl
 
+from adapters.graph_rows import dumps, node_row
 from domain.graph import LineageEdge, LineageNode, NodeKind, Rel, Subgraph
 from domain.graph_port import (
     DEFAULT_RELS,
@@ -29,7 +30,6 @@ from domain.graph_port import (
     edge_sort_key,
     from_paths,
     group_by_name,
-    last_segment,
     latest_edges,
     merge_batch,
     missing_endpoints,
@@ -184,8 +184,8 @@ class Neo4jGraphStore:
     ) -> None:
         self._ensure_once()
         retracted = [edge_key(tenant_id, eid) for eid in retracted_edge_ids]
-        node_rows = [_node_row(tenant_id, n) for n in merge_batch(nodes)]
-        missing_rows = [_node_row(tenant_id, n) for n in missing_endpoints(nodes, edges)]
+        node_rows = [node_row(tenant_id, n) for n in merge_batch(nodes)]
+        missing_rows = [node_row(tenant_id, n) for n in missing_endpoints(nodes, edges)]
         edge_rows: dict[str, list[dict[str, Any]]] = {}
         for edge in latest_edges(edges):
             edge_rows.setdefault(str(edge.rel), []).append(_edge_row(tenant_id, edge))
@@ -304,25 +304,6 @@ def _remove_file(tx: ManagedTransaction, params: dict[str, Any]) -> None:
     tx.run(_DELETE_ORPHANS, params).consume()
 
 
-def _dumps(properties: dict[str, Any]) -> str:
-    return json.dumps(properties, sort_keys=True, default=str)
-
-
-def _node_row(tenant_id: str, node: LineageNode) -> dict[str, Any]:
-    return {
-        "key": node_key(tenant_id, node.urn),
-        "urn": node.urn,
-        "tenant_id": tenant_id,
-        "project_id": node.project_id,
-        "kind": str(node.kind),
-        "name": node.name,
-        "lname": node.name.lower(),
-        "lseg": last_segment(node.kind, node.name),
-        "path": node.path,
-        "properties": _dumps(node.properties),
-    }
-
-
 def _edge_row(tenant_id: str, edge: LineageEdge) -> dict[str, Any]:
     status = edge.properties.get("status")
     props = {
@@ -339,7 +320,7 @@ def _edge_row(tenant_id: str, edge: LineageEdge) -> dict[str, Any]:
         "conditional": bool(edge.conditional),
         "via": edge.via,
         "status": None if status is None else str(status),
-        "properties": _dumps(edge.properties),
+        "properties": dumps(edge.properties),
     }
     return {
         "key": props["key"],
