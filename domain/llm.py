@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from domain.errors import UpstreamError
+from domain.errors import InvalidCommand, ServiceUnavailable, UpstreamError, _register
 
 Role = Literal["system", "user", "assistant"]
 # None: free text. "json_object": any JSON object. A dict: a JSON schema the object must follow.
@@ -271,6 +271,33 @@ class AllModelsFailed(UpstreamError):
             "attempts": [a.to_dict() for a in self.attempts],
             "retry_after": self.retry_after,
         }
+
+
+# --- model override validation (rag-service.md "Model Validation") -----------------------
+
+
+class ModelNotAllowed(InvalidCommand):
+    """A requested model is not in the allowlist (the configured models). HTTP 400."""
+
+    code = "model_not_allowed"
+    hint = "Choose one of the configured models (GET /api/v1/models/config), or configure it."
+
+
+class ModelUnavailable(ServiceUnavailable):
+    """An allowed Ollama model is not pulled. HTTP 503."""
+
+    code = "model_unavailable"
+    hint = "Pull the model into Ollama (`ollama pull <model>`), then retry."
+
+
+class LLMConnectionError(ServiceUnavailable):
+    """Ollama could not be reached to check a model. HTTP 503."""
+
+    code = "llm_connection_error"
+    hint = "Start Ollama (`ollama serve`) and check OLLAMA_BASE_URL."
+
+
+_register(ModelNotAllowed, ModelUnavailable, LLMConnectionError)
 
 
 # --- the port ----------------------------------------------------------------------------

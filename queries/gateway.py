@@ -16,6 +16,15 @@ CFG-05/CFG-06):
 - Strict JSON: `response_format` is sent unless the entry's `reasoning_mode` is true;
   `<think>...</think>` is stripped from every answer (and logged at DEBUG).
 - Streaming falls back only before the first token.
+- Hybrid inference: a chain holding Ollama but nothing remote after it gets the configured
+  `INFERENCE_FALLBACK_PROVIDER` entry appended (not for embeddings: another vector space).
+- Ollama timeouts with nothing left to fall back to are retried on the same model: 3 times,
+  2/4/8 s apart (llm-service.md "Ollama timeout during query"), then the 503.
+- Temperature: the entry's parameters; an entry without one (a model override, the inference
+  fallback) takes the endpoint's (`CHAT_<ENDPOINT>_TEMPERATURE`, llm-service.md LLM-24.2).
+- Client-safe metadata: `GatewayResult.metadata()` carries no failure detail (LLM-22.2); the
+  primary model's error is in `server_metadata()` and in the model-usage log line (CFG-06.3).
+- `try_complete` is the fail-open form (the KG agent's "empty list on failure").
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ from domain.llm import (
     parse_json_object,
     strip_reasoning,
 )
-from domain.model_config import all_disabled, not_configured
+from domain.model_config import ModelSelectionUnavailable, all_disabled, not_configured
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,18 @@ DEFAULT_TIMEOUTS: Mapping[str, float] = {
     "text": 30.0,
     "title": 30.0,
 }
+# llm-service.md "Default models per endpoint with temperature settings" (LLM-24.2).
+DEFAULT_TEMPERATURES: Mapping[str, float] = {
+    "deep": 0.6,
+    "graph": 0.1,
+    "semantic": 0.2,
+    "text": 0.3,
+    "title": 0.2,
+}
+# Usage types whose chain never gets the inference fallback appended (other vector space).
+_NO_INFERENCE_FALLBACK = frozenset({"embedding"})
+# Providers that bill nothing: local servers and the extractive digest (free_tier.py agrees).
+LOCAL_BILLING: frozenset[str] = frozenset({"ollama", "openai_compatible", "extractive"})
 
 
 @dataclass(frozen=True)
@@ -83,6 +104,12 @@ class GatewayConfig:
     exhausted_retry_after: int = 120
     # At most this many models called per request (None: the whole chain).
     max_attempts: int | None = None
+    # Per endpoint, for entries whose parameters set no temperature.
+    temperatures: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TEMPERATURES))
+    # Appended to chains that hold a local model and nothing remote (INFERENCE_FALLBACK_*).
+    inference_fallback: ChainEntry | None = None
+    # Timeouts of a local model with nothing after it in the chain: retried this many times.
+    local_timeout_retries: int = 3
 
     def backoff(self, n: int) -> float:
         """The wait before fallback number `n` (1 for the first): base * factor^(n-1)."""
@@ -93,6 +120,13 @@ class GatewayConfig:
             if key in self.timeouts:
                 return self.timeouts[key]
         return self.default_timeout
+
+    def temperature_for(self, endpoint: str, usage_type: str = "") -> float | None:
+        """The endpoint's temperature (None for usage types that are not a chat endpoint)."""
+        for key in (_endpoint_key(endpoint), _endpoint_key(usage_type)):
+            if key in self.temperatures:
+                return self.temperatures[key]
+        return None
 
 
 def _endpoint_key(name: str) -> str:
@@ -117,16 +151,36 @@ class GatewayResult:
     latency_s: float = 0.0
 
     def metadata(self) -> dict[str, Any]:
-        """The response metadata of model-config.md "Log model usage"."""
-        meta: dict[str, Any] = {
-            "model_used": self.model_used,
-            "provider": self.provider,
-            "priority": self.priority,
-            "fallback_count": self.fallback_count,
-        }
-        if self.fallback_count and self.primary_error:
-            meta["primary_error"] = self.primary_error
-        return meta
+        """The response metadata a client may see: model_used, provider, priority,
+        fallback_count. No failure detail: the primary failure stays server-side (LLM-22.2)."""
+        return _client_metadata(self.model_used, self.provider, self.priority, self.fallback_count)
+
+    def server_metadata(self) -> dict[str, Any]:
+        """`metadata()` plus `primary_error` after a fallback (model-config.md "Log model
+        usage") and the attempts: for logs and operators, never for a client response."""
+        return _server_metadata(self.metadata(), self.primary_error, self.attempts)
+
+
+def _client_metadata(model: str, provider: str, priority: int, fallbacks: int) -> dict[str, Any]:
+    return {
+        "model_used": model,
+        "provider": provider,
+        "priority": priority,
+        "fallback_count": fallbacks,
+    }
+
+
+def _server_metadata(
+    meta: dict[str, Any], primary_error: str | None, attempts: Sequence[Attempt]
+) -> dict[str, Any]:
+    server = dict(meta)
+    if meta["fallback_count"] and primary_error:
+        server["primary_error"] = primary_error
+    server["attempts"] = [
+        {**a.to_dict(), "provider": a.provider, "priority": a.priority, "reason": a.reason}
+        for a in attempts
+    ]
+    return server
 
 
 @dataclass
@@ -134,6 +188,14 @@ class TokenUsage:
     prompt: int = 0
     completion: int = 0
     calls: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "total_tokens": self.prompt + self.completion,
+        }
 
 
 class GatewayMetrics:
@@ -184,6 +246,12 @@ class GatewayMetrics:
         self.completion_tokens = Counter(
             "llm_completion_tokens",
             "Completion tokens received, per provider and model",
+            ["provider", "model"],
+            registry=reg,
+        )
+        self.requests = Counter(
+            "llm_requests",
+            "Model calls answered, per provider and model",
             ["provider", "model"],
             registry=reg,
         )
@@ -244,6 +312,7 @@ class Gateway:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         registry: CollectorRegistry | None = None,
         provider_health: Callable[[str], bool] | None = None,
+        model_resolver: Callable[[ChainEntry], str] | None = None,
     ) -> None:
         self.providers = dict(providers)
         self.config = config or GatewayConfig()
@@ -252,7 +321,11 @@ class Gateway:
         self.metrics = GatewayMetrics(registry)
         self.breaker = CircuitBreaker(clock)
         self._health = provider_health
+        # The name to call for an entry (Ollama's quantized variant, OLLAMA_USE_QUANTIZED).
+        self._resolve = model_resolver
         self.usage: dict[str, TokenUsage] = {}
+        self.usage_by_model: dict[tuple[str, str], TokenUsage] = {}
+        self.started_at = clock()
 
     async def aclose(self) -> None:
         """Close every provider's HTTP client (at shutdown)."""
@@ -270,37 +343,127 @@ class Gateway:
     ) -> GatewayResult:
         run = _Run(usage_type, endpoint, self._chain(usage_type, chain))
         timeout = request.timeout or self.config.timeout_for(endpoint, usage_type)
-        for index, entry in enumerate(run.entries):
+        for index in range(len(run.entries)):
             provider = await self._admit(run, index, request)
             if provider is None:
                 continue
-            call = self._request_for(entry, request, timeout)
+            result = await self._complete_entry(run, index, provider, request, timeout)
+            if result is not None:
+                self._log_usage(run, result)
+                return result
+        raise self._exhausted(run)
+
+    async def try_complete(
+        self,
+        usage_type: str,
+        chain: Sequence[ChainEntry],
+        request: CompletionRequest,
+        endpoint: str,
+    ) -> GatewayResult | None:
+        """Fail-open `complete`: None (logged at ERROR) when no model answered or none is
+        configured, for callers that carry on without a model (the KG agent's proposals:
+        llm-service.md "JSON-only response mode", "Rate limit handling")."""
+        try:
+            return await self.complete(usage_type, chain, request, endpoint)
+        except AllModelsFailed as error:
+            log.error(
+                "no model answered usage_type=%s endpoint=%s (fail-open, nothing returned): %s",
+                usage_type,
+                endpoint,
+                "; ".join(f"{a.model}: {a.error}" for a in error.attempts),
+            )
+        except ModelSelectionUnavailable as error:
+            log.error(
+                "no model configured usage_type=%s endpoint=%s (fail-open): %s",
+                usage_type,
+                endpoint,
+                error.message,
+            )
+        return None
+
+    async def _complete_entry(
+        self,
+        run: _Run,
+        index: int,
+        provider: LLMProvider,
+        request: CompletionRequest,
+        timeout: float,  # noqa: ASYNC109 - enforced in _call
+    ) -> GatewayResult | None:
+        """Call one entry (again after a local timeout, see `_may_retry`); None: it failed."""
+        entry = run.entries[index]
+        call = self._request_for(entry, request, timeout, run)
+        retries = 0
+        while True:
+            failure: ProviderError
             try:
                 completion = await self._call(provider, entry, call, timeout)
                 self._account(completion, entry)
-                text, data = self._finish(completion, entry, request, endpoint)
+                text, data = self._finish(completion, entry, request, run.endpoint)
+                self.breaker.reset(entry.key)
+                return GatewayResult(
+                    text=text,
+                    data=data,
+                    model_used=entry.model_id,
+                    provider=entry.provider,
+                    priority=entry.priority,
+                    fallback_count=index,
+                    primary_error=run.attempts[0].error if run.attempts else None,
+                    attempts=tuple(run.attempts),
+                    prompt_tokens=completion.prompt_tokens,
+                    completion_tokens=completion.completion_tokens,
+                    latency_s=completion.latency_s,
+                )
             except ProviderError as exc:
-                self._failed(run, entry, exc, request)
-                continue
+                failure = exc
             except Exception as exc:  # a provider bug must not take the chain down
                 log.exception("provider %s raised unexpectedly", entry.provider)
-                self._failed(run, entry, _unexpected(exc, entry), request)
-                continue
-            self.breaker.reset(entry.key)
-            return GatewayResult(
-                text=text,
-                data=data,
-                model_used=entry.model_id,
-                provider=entry.provider,
-                priority=entry.priority,
-                fallback_count=index,
-                primary_error=run.attempts[0].error if run.attempts else None,
-                attempts=tuple(run.attempts),
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                latency_s=completion.latency_s,
+                failure = _unexpected(exc, entry)
+            self._failed(run, entry, failure, request)
+            if not self._may_retry(run, index, failure, retries):
+                return None
+            retries += 1
+            delay = self.config.backoff(retries)
+            log.warning(
+                "retrying model=%s provider=%s endpoint=%s after a timeout of %ss: "
+                "retry %d of %d in %.1fs (nothing to fall back to)",
+                entry.model_id,
+                entry.provider,
+                run.endpoint,
+                timeout,
+                retries,
+                self.config.local_timeout_retries,
+                delay,
             )
-        raise self._exhausted(run)
+            run.pending_delay = 0.0
+            await self._sleep(delay)
+
+    def _may_retry(self, run: _Run, index: int, failure: ProviderError, retries: int) -> bool:
+        """Only a local model's timeout, when it is the chain's last entry, and within the
+        retry budget: everywhere else the chain's next model is the retry."""
+        entry = run.entries[index]
+        return (
+            isinstance(failure, ProviderTimeout)
+            and entry.provider in self.config.local_providers
+            and index == len(run.entries) - 1
+            and retries < self.config.local_timeout_retries
+        )
+
+    def _log_usage(self, run: _Run, result: GatewayResult) -> None:
+        """model-config.md "Log model usage": one line per answered request (server-side)."""
+        meta = result.server_metadata()
+        log.info(
+            "model usage usage_type=%s endpoint=%s model_used=%s provider=%s priority=%d "
+            "fallback_count=%d primary_error=%s prompt_tokens=%d completion_tokens=%d",
+            run.usage_type,
+            run.endpoint,
+            result.model_used,
+            result.provider,
+            result.priority,
+            result.fallback_count,
+            meta.get("primary_error"),
+            result.prompt_tokens,
+            result.completion_tokens,
+        )
 
     # --- the streaming path -----------------------------------------------------------
 
@@ -322,8 +485,8 @@ class Gateway:
             provider = await self._admit(run, index, request)
             if provider is None:
                 continue
-            call = replace(self._request_for(entry, request, timeout), stream=True)
-            tokens = provider.stream(call, entry.model_id)
+            call = replace(self._request_for(entry, request, timeout, run), stream=True)
+            tokens = provider.stream(call, self._model_for(entry))
             try:
                 async with asyncio.timeout(timeout):
                     first = await anext(tokens)
@@ -379,7 +542,26 @@ class Gateway:
         enabled = sorted((e for e in chain if e.enabled), key=lambda e: e.priority)
         if not enabled:
             raise all_disabled(usage_type)
-        return enabled
+        return self._with_inference_fallback(usage_type, enabled)
+
+    def _with_inference_fallback(
+        self, usage_type: str, entries: list[ChainEntry]
+    ) -> list[ChainEntry]:
+        """Hybrid inference: a chain of local models only gets the configured remote
+        fallback (INFERENCE_FALLBACK_PROVIDER) as its last entry."""
+        fallback = self.config.inference_fallback
+        local = self.config.local_providers
+        if (
+            fallback is None
+            or usage_type in _NO_INFERENCE_FALLBACK
+            or not any(e.provider in local for e in entries)
+            or any(e.provider not in local for e in entries)
+        ):
+            return entries
+        return [*entries, replace(fallback, priority=entries[-1].priority + 1)]
+
+    def _model_for(self, entry: ChainEntry) -> str:
+        return self._resolve(entry) if self._resolve is not None else entry.model_id
 
     async def _admit(self, run: _Run, index: int, request: CompletionRequest) -> LLMProvider | None:
         """The provider to call for entry `index`, after the pending backoff; None: skipped."""
@@ -434,13 +616,16 @@ class Gateway:
         return None
 
     def _request_for(
-        self, entry: ChainEntry, request: CompletionRequest, timeout: float
+        self, entry: ChainEntry, request: CompletionRequest, timeout: float, run: _Run
     ) -> CompletionRequest:
         params = entry.parameters
+        temperature = params.get("temperature")
+        if temperature is None:
+            temperature = self.config.temperature_for(run.endpoint, run.usage_type)
         return replace(
             request,
             max_tokens=int(params.get("max_tokens", request.max_tokens)),
-            temperature=float(params.get("temperature", request.temperature)),
+            temperature=float(request.temperature if temperature is None else temperature),
             # reasoning_mode lets the model think: no JSON constraint is sent (we still parse).
             response_format=None if entry.reasoning_mode else request.response_format,
             timeout=timeout,
@@ -455,7 +640,7 @@ class Gateway:
     ) -> Completion:
         try:
             async with asyncio.timeout(timeout):
-                return await provider.complete(request, entry.model_id)
+                return await provider.complete(request, self._model_for(entry))
         except TimeoutError:
             raise ProviderTimeout(
                 timeout=timeout, provider=entry.provider, model=entry.model_id
@@ -500,14 +685,48 @@ class Gateway:
 
     def record_tokens(self, provider: str, model: str, prompt: int, completion: int) -> None:
         """Count tokens per provider (free providers are tracked in tokens, not dollars)."""
-        usage = self.usage.setdefault(provider, TokenUsage())
-        usage.prompt += prompt
-        usage.completion += completion
-        usage.calls += 1
+        for usage in (
+            self.usage.setdefault(provider, TokenUsage()),
+            self.usage_by_model.setdefault((provider, model), TokenUsage()),
+        ):
+            usage.prompt += prompt
+            usage.completion += completion
+            usage.calls += 1
+        self.metrics.requests.labels(provider, model).inc()
         if prompt:
             self.metrics.prompt_tokens.labels(provider, model).inc(prompt)
         if completion:
             self.metrics.completion_tokens.labels(provider, model).inc(completion)
+
+    def usage_report(self) -> dict[str, Any]:
+        """Token accounting per provider and model since this process started.
+
+        Local providers and the free-tier cloud models the policy lets through cost nothing:
+        they are accounted in tokens, and `cost_usd` is 0 (`billing` says why)."""
+        providers: dict[str, dict[str, Any]] = {}
+        for (provider, model), usage in sorted(self.usage_by_model.items()):
+            entry = providers.setdefault(
+                provider,
+                {
+                    **self.usage[provider].to_dict(),
+                    "billing": "local" if provider in LOCAL_BILLING else "free_tier",
+                    "cost_usd": 0.0,
+                    "models": {},
+                },
+            )
+            entry["models"][model] = usage.to_dict()
+        totals = TokenUsage(
+            prompt=sum(u.prompt for u in self.usage.values()),
+            completion=sum(u.completion for u in self.usage.values()),
+            calls=sum(u.calls for u in self.usage.values()),
+        )
+        since = datetime.fromtimestamp(self.started_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {
+            "since": since,
+            "providers": providers,
+            "totals": {**totals.to_dict(), "cost_usd": 0.0},
+            "unit": "tokens",
+        }
 
     def _failed(
         self, run: _Run, entry: ChainEntry, exc: ProviderError, request: CompletionRequest
@@ -687,15 +906,12 @@ class GatewayStream:
         return self.attempts[0].error if self.attempts else None
 
     def metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            "model_used": self.model_used,
-            "provider": self.provider,
-            "priority": self.priority,
-            "fallback_count": self.fallback_count,
-        }
-        if self.fallback_count and self.primary_error:
-            meta["primary_error"] = self.primary_error
-        return meta
+        """Client-safe, as `GatewayResult.metadata()`."""
+        return _client_metadata(self.model_used, self.provider, self.priority, self.fallback_count)
+
+    def server_metadata(self) -> dict[str, Any]:
+        """With `primary_error` and the attempts: server-side only."""
+        return _server_metadata(self.metadata(), self.primary_error, self.attempts)
 
     async def __aiter__(self) -> AsyncIterator[str]:
         think = ThinkFilter()

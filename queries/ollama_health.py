@@ -95,7 +95,9 @@ class OllamaHealthConfig:
     min_context_window: int = 2048  # [OLLAMA_MIN_CONTEXT_WINDOW] the floor
     kv_mb_per_token: float = 0.125  # [OLLAMA_KV_MB_PER_TOKEN] llama3.1:8b, fp16 KV cache
     memory_fraction: float = 0.6  # the spec's "memory_available * 0.6"
-    fallback_provider: str | None = None  # [INFERENCE_FALLBACK_PROVIDER] groq|openrouter
+    # [INFERENCE_FALLBACK_PROVIDER] groq|openrouter, set only when its API key is set too
+    fallback_provider: str | None = None
+    fallback_model: str | None = None  # [INFERENCE_FALLBACK_MODEL]
 
 
 @runtime_checkable
@@ -224,8 +226,11 @@ def host_memory_available_mb() -> float | None:
     return None
 
 
-def fallback_by_usage_type(chains: Mapping[str, Sequence[ChainEntry]]) -> dict[str, bool]:
-    """For each usage type whose chain holds an Ollama entry: does it hold a non-Ollama one?
+def fallback_by_usage_type(
+    chains: Mapping[str, Sequence[ChainEntry]], inference_fallback: bool = False
+) -> dict[str, bool]:
+    """For each usage type whose chain holds an Ollama entry: does it hold a non-Ollama one
+    (or is the INFERENCE_FALLBACK_PROVIDER, which the gateway appends, usable)?
 
     The embedding chain is left out: its vectors cannot come from another provider's model.
     """
@@ -236,17 +241,21 @@ def fallback_by_usage_type(chains: Mapping[str, Sequence[ChainEntry]]) -> dict[s
             e.provider in LOCAL_PROVIDERS for e in enabled
         ):
             continue
-        result[usage] = any(e.provider not in LOCAL_PROVIDERS for e in enabled)
+        result[usage] = inference_fallback or any(
+            e.provider not in LOCAL_PROVIDERS for e in enabled
+        )
     return result
 
 
-def fallback_configured(chains: Mapping[str, Sequence[ChainEntry]]) -> bool:
+def fallback_configured(
+    chains: Mapping[str, Sequence[ChainEntry]], inference_fallback: bool = False
+) -> bool:
     """Every chain that uses Ollama can fall back past it; with no chain using Ollama, true
-    when any non-Ollama entry is configured at all."""
-    per_usage = fallback_by_usage_type(chains)
+    when any non-Ollama entry (or the inference fallback) is configured at all."""
+    per_usage = fallback_by_usage_type(chains, inference_fallback)
     if per_usage:
         return all(per_usage.values())
-    return any(
+    return inference_fallback or any(
         e.enabled and e.provider not in LOCAL_PROVIDERS
         for usage, chain in chains.items()
         if usage not in NO_FALLBACK_USAGE_TYPES
@@ -338,6 +347,10 @@ class OllamaHealthMonitor:
                 return model.required
         return model_id
 
+    def model_for(self, entry: ChainEntry) -> str:
+        """The gateway's model resolver: an Ollama entry's installed (quantized) variant."""
+        return self.resolve_model(entry.model_id) if entry.provider == "ollama" else entry.model_id
+
     def safe_context_window(self, memory_available_mb: float | None) -> int:
         cfg = self.config
         if memory_available_mb is None:
@@ -382,6 +395,7 @@ class OllamaHealthMonitor:
             "fallback_configured": fallback[0],
             "fallback_by_usage_type": fallback[1],
             "fallback_provider": cfg.fallback_provider,
+            "fallback_model": cfg.fallback_model,
             "context_window": self.context_window(),
             "reasons": reasons,
             "error": None,
@@ -470,14 +484,15 @@ class OllamaHealthMonitor:
         return None, "unknown"
 
     async def _fallback(self) -> tuple[bool, dict[str, bool]]:
+        extra = self.config.fallback_provider is not None
         if self._chains is None:
-            return self.config.fallback_provider is not None, {}
+            return extra, {}
         try:
             chains = await asyncio.to_thread(self._chains)
         except Exception as error:
             log.warning("could not read the fallback chains: %s", error)
-            return False, {}
-        return fallback_configured(chains), fallback_by_usage_type(chains)
+            return extra, {}
+        return fallback_configured(chains, extra), fallback_by_usage_type(chains, extra)
 
     def _remember(self, report: dict[str, Any]) -> None:
         previous = self._state.report

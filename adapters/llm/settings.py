@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.llm.extractive import ExtractiveProvider
@@ -15,9 +15,15 @@ from adapters.llm.openai_compatible import (
     OPENROUTER_BASE_URL,
     OpenAICompatibleProvider,
 )
-from domain.llm import LLMProvider
+from domain.llm import ChainEntry, LLMProvider
 
 log = logging.getLogger(__name__)
+
+# The model the inference fallback calls when INFERENCE_FALLBACK_MODEL is unset: free ones.
+DEFAULT_FALLBACK_MODELS: dict[str, str] = {
+    "openrouter": "google/gemini-2.0-flash-exp:free",
+    "groq": "llama-3.1-8b-instant",
+}
 
 
 def _secret(value: SecretStr | None) -> str | None:
@@ -38,9 +44,10 @@ class LLMSettings(BaseSettings):
     openai_compatible_api_key: SecretStr | None = Field(
         default=None, alias="OPENAI_COMPATIBLE_API_KEY"
     )
-    inference_fallback_provider: str | None = Field(
+    inference_fallback_provider: Literal["groq", "openrouter"] | None = Field(
         default=None, alias="INFERENCE_FALLBACK_PROVIDER"
     )
+    inference_fallback_model: str | None = Field(default=None, alias="INFERENCE_FALLBACK_MODEL")
 
     base_delay_s: float = Field(default=2.0, alias="LLM_BASE_DELAY", ge=0)
     backoff_factor: float = Field(default=2.0, alias="LLM_BACKOFF_FACTOR", ge=1)
@@ -55,6 +62,18 @@ class LLMSettings(BaseSettings):
     unavailable_cooldown_s: float = Field(default=15.0, alias="LLM_UNAVAILABLE_COOLDOWN", ge=0)
     local_token_limit: int | None = Field(default=3000, alias="LLM_LOCAL_TOKEN_LIMIT")
     exhausted_retry_after_s: int = Field(default=120, alias="LLM_EXHAUSTED_RETRY_AFTER", ge=0)
+    local_timeout_retries: int = Field(default=3, alias="OLLAMA_TIMEOUT_RETRIES", ge=0)
+    temperature_deep: float = Field(default=0.6, alias="CHAT_DEEP_TEMPERATURE", ge=0, le=2)
+    temperature_graph: float = Field(default=0.1, alias="CHAT_GRAPH_TEMPERATURE", ge=0, le=2)
+    temperature_semantic: float = Field(default=0.2, alias="CHAT_SEMANTIC_TEMPERATURE", ge=0, le=2)
+    temperature_text: float = Field(default=0.3, alias="CHAT_TEXT_TEMPERATURE", ge=0, le=2)
+    temperature_title: float = Field(default=0.2, alias="CHAT_TITLE_TEMPERATURE", ge=0, le=2)
+
+    # Which model embeds chunks and queries: `local` (the sentence-transformers model, the
+    # embedded default) or `config` (the `embedding` model configuration, e.g. Ollama).
+    embedding_source: Literal["local", "config"] = Field(default="local", alias="EMBEDDING_SOURCE")
+    ollama_embed_batch_size: int = Field(default=50, alias="OLLAMA_EMBED_BATCH_SIZE", gt=0)
+    ollama_embed_timeout_s: float = Field(default=60.0, alias="OLLAMA_EMBED_TIMEOUT", gt=0)
 
     ollama_chat_model: str = Field(default="llama3.1:8b", alias="OLLAMA_CHAT_MODEL")
     ollama_embedding_model: str = Field(default="nomic-embed-text", alias="OLLAMA_EMBEDDING_MODEL")
@@ -70,6 +89,38 @@ class LLMSettings(BaseSettings):
     free_tier_default_model: str = Field(
         default="google/gemini-2.0-flash-exp:free", alias="FREE_TIER_DEFAULT_MODEL"
     )
+
+    @field_validator("inference_fallback_provider", "inference_fallback_model", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    def inference_fallback(self) -> ChainEntry | None:
+        """The remote entry of hybrid inference (INFERENCE_FALLBACK_PROVIDER, groq|openrouter)
+        when its API key is set; None (and a warning) otherwise: the service continues."""
+        provider = self.inference_fallback_provider
+        if provider is None:
+            return None
+        key = self.openrouter_api_key if provider == "openrouter" else self.groq_api_key
+        if not _secret(key):
+            log.warning(
+                "INFERENCE_FALLBACK_PROVIDER=%s but %s_API_KEY is not set: no inference "
+                "fallback; local models answer alone",
+                provider,
+                provider.upper(),
+            )
+            return None
+        model = self.inference_fallback_model or DEFAULT_FALLBACK_MODELS[provider]
+        return ChainEntry(model_id=model, provider=provider, priority=1)
+
+    def temperatures(self) -> dict[str, float]:
+        return {
+            "deep": self.temperature_deep,
+            "graph": self.temperature_graph,
+            "semantic": self.temperature_semantic,
+            "text": self.temperature_text,
+            "title": self.temperature_title,
+        }
 
     def gateway_options(self) -> dict[str, Any]:
         """Keyword arguments of `queries.gateway.GatewayConfig`."""
@@ -89,6 +140,9 @@ class LLMSettings(BaseSettings):
             "unavailable_cooldown": self.unavailable_cooldown_s,
             "local_token_limit": self.local_token_limit,
             "exhausted_retry_after": self.exhausted_retry_after_s,
+            "temperatures": self.temperatures(),
+            "inference_fallback": self.inference_fallback(),
+            "local_timeout_retries": self.local_timeout_retries,
         }
 
     def configured_providers(self) -> list[str]:
