@@ -27,12 +27,14 @@ from projections.collections import CollectionsProjection
 from projections.graph import GraphProjection
 from projections.model_configs import ModelConfigsProjection
 from projections.rebuild import catch_up, rebuild
+from projections.tag_owners import TagOwnersProjection
 from projections.vectors import VectorsProjection
 from queries.free_tier import FreeTierPolicy, seed_cloud_model_ids
 from queries.gateway import Gateway, GatewayConfig
 from queries.lineage import LineageService
 from queries.ollama_health import OllamaHealthConfig, OllamaHealthMonitor
 from queries.search import SearchService
+from queries.tag_owners import TagOwners
 
 log = logging.getLogger("upstream.bootstrap")
 
@@ -76,6 +78,7 @@ class Container:
     collections: Any = None
     ollama_health: Any = None
     free_tier: Any = None
+    tag_owners: Any = None  # queries.tag_owners.TagOwners
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
@@ -276,6 +279,8 @@ class Container:
     # -- read-your-writes ---------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
         if self.role == "api":  # another process applies events: read its checkpoint
+            if name == "tag_owners" and self.tag_owners is not None:
+                return int(self.tag_owners.position())  # follows the event store itself
             stores = {"graph": self.graph, "model_configs": self.model_configs}
             return int(stores.get(name, self.index).checkpoint(name))
         return self.projections[name].position()
@@ -425,6 +430,9 @@ def bootstrap(
     )
     collections = build_collections(settings)
     collections_projection = CollectionsProjection(collections)
+    tag_owners_projection = TagOwnersProjection(source=app)  # in memory, filled at each start
+    refresh = tag_owners_projection.follow if role == "api" else None  # api runs no projection
+    tag_owners = TagOwners(tag_owners_projection.book, refresh)
     return Container(
         settings=settings,
         role=role,
@@ -436,6 +444,7 @@ def bootstrap(
             graph_projection.name: graph_projection,
             configs_projection.name: configs_projection,
             collections_projection.name: collections_projection,
+            tag_owners_projection.name: tag_owners_projection,
         },
         search=SearchService(embedder, index),
         graph=graph,
@@ -447,4 +456,5 @@ def bootstrap(
         collections=collections,
         ollama_health=ollama_health,
         free_tier=free_tier,
+        tag_owners=tag_owners,
     )

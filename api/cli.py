@@ -474,6 +474,95 @@ def _open_or_fail(path: str) -> Any:
         raise
 
 
+tags_cli = typer.Typer(help="Tag owners: who low-confidence answers about a tag are routed to.")
+cli.add_typer(tags_cli, name="tags")
+TagArg = Annotated[str, typer.Argument(help="The access tag, as carried by the documents")]
+TagActor = Annotated[str, typer.Option("--actor", help="Who makes the change (audit trail)")]
+TagWait = Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the read model")]
+
+
+def _tag_path(tag: str, suffix: str) -> str:
+    from urllib.parse import quote
+
+    return f"/api/v1/tags/{quote(tag, safe='')}/{suffix}"
+
+
+@tags_cli.command("assign")
+def tags_assign(
+    tag: TagArg,
+    owner_id: Annotated[str, typer.Option("--owner-id", help="The owner's user id")],
+    email: Annotated[str | None, typer.Option("--email", help="The owner's email")] = None,
+    tenant: Tenant = "default",
+    actor: TagActor = "cli",
+    wait: TagWait = True,
+    api_url: ApiUrl = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Make a user the owner of TAG."""
+    body = {"owner_user_id": owner_id, "owner_email": email}
+    params = {"tenant_id": tenant, "wait": str(wait).lower()}
+    _, reply = _call(
+        _client(api_url).request,
+        "PUT",
+        _tag_path(tag, "owner"),
+        json=body,
+        params=params,
+        headers={"X-Actor": actor},
+    )
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2))
+        return
+    verb = "assigned" if reply["changed"] else "unchanged (already the owner)"
+    typer.echo(f"{reply['tag']}: {owner_id} <{email or 'no email'}> {verb}")
+
+
+@tags_cli.command("remove")
+def tags_remove(
+    tag: TagArg,
+    tenant: Tenant = "default",
+    actor: TagActor = "cli",
+    wait: TagWait = True,
+    api_url: ApiUrl = None,
+) -> None:
+    """Remove TAG's owner (routing falls back to the admin)."""
+    params = {"tenant_id": tenant, "wait": str(wait).lower()}
+    _call(
+        _client(api_url).request,
+        "DELETE",
+        _tag_path(tag, "owner"),
+        params=params,
+        headers={"X-Actor": actor},
+    )
+    typer.echo(f"{tag}: owner removed")
+
+
+@tags_cli.command("list")
+def tags_list(tenant: Tenant = "default", api_url: ApiUrl = None, as_json: JsonOut = False) -> None:
+    """Every owned tag of the tenant, with its owner."""
+    _, reply = _call(_client(api_url).get, "/api/v1/tags", tenant_id=tenant)
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2))
+        return
+    if not reply["tags"]:
+        typer.echo(f"no tag has an owner in tenant {tenant!r}")
+    for row in reply["tags"]:
+        email = row["owner_email"] or "no email"
+        typer.echo(f"{row['tag']}\t{row['owner_user_id']} <{email}>\tby {row['assigned_by']}")
+
+
+@tags_cli.command("history")
+def tags_history(
+    tag: TagArg, tenant: Tenant = "default", api_url: ApiUrl = None, as_json: JsonOut = False
+) -> None:
+    """TAG's assignments and removals: who, when."""
+    _, reply = _call(_client(api_url).get, _tag_path(tag, "history"), tenant_id=tenant)
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2))
+        return
+    for e in reply["events"]:
+        typer.echo(f"{e['at']}\t{e['event_type']}\t{e['owner_user_id']}\tby {e['actor']}")
+
+
 bench_cli = typer.Typer(help="Benchmarks and operational checks; reports go to docs/benchmarks/.")
 cli.add_typer(bench_cli, name="bench")
 ReportDir = Annotated[Path, typer.Option("--out", help="Report folder")]

@@ -14,6 +14,7 @@ from domain import errors
 from domain.collections import CollectionNotFound
 from domain.llm import AllModelsFailed
 from domain.model_config import ModelConfigNotFound, ModelSelectionUnavailable
+from domain.tags import TagOwnerNotFound, UnknownTag
 from queries.lineage import AmbiguousEntity, EntityNotFound
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,8 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (EntityNotFound, 404),
     (ModelConfigNotFound, 404),
     (CollectionNotFound, 404),
+    (TagOwnerNotFound, 404),
+    (UnknownTag, 404),
     (AmbiguousEntity, 409),
 ]
 

@@ -13,6 +13,7 @@ from faststream.specification import AsyncAPI
 from pydantic import BaseModel, Field
 
 from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT
+from bus.tag_subjects import TAG_EVENT_SCHEMAS
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
 from domain.envelope import SCHEMA_VERSION
 
@@ -219,8 +220,10 @@ def _document_commands(broker: NatsBroker) -> None:
         CMD_MODEL_CONFIG_SEED,
         CMD_MODEL_CONFIG_UPDATE,
     )
+    from bus.tag_subjects import CMD_TAG_ASSIGN_OWNER, CMD_TAG_REMOVE_OWNER
     from commands import collections as c
     from commands import model_config as m
+    from commands import tags as t
 
     commands: list[tuple[str, type[BaseModel]]] = [
         (CMD_MODEL_CONFIG_CREATE, m.CreateModelConfig),
@@ -232,6 +235,8 @@ def _document_commands(broker: NatsBroker) -> None:
         (CMD_COLLECTION_ADD_DOCUMENTS, c.AddDocuments),
         (CMD_COLLECTION_EMPTY, c.EmptyCollection),
         (CMD_COLLECTION_DELETE, c.DeleteCollection),
+        (CMD_TAG_ASSIGN_OWNER, t.AssignTagOwner),
+        (CMD_TAG_REMOVE_OWNER, t.RemoveTagOwner),
     ]
     for subject, model in commands:
         broker.subscriber(
@@ -286,7 +291,7 @@ def build_asyncapi() -> AsyncAPI:
             description=description + " Stream EVENTS; Nats-Msg-Id = <app>:<position>.",
             schema=envelope_schema(subject.rsplit(".", 1)[-1] + "Event", OpenPayload),
         )
-    for subject, (payload, description) in EVENT_SCHEMAS.items():
+    for subject, (payload, description) in {**EVENT_SCHEMAS, **TAG_EVENT_SCHEMAS}.items():
         name = subject.rsplit(".", 1)[-1] + "Event"
         broker.publisher(
             subject,

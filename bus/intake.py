@@ -24,6 +24,7 @@ from bus.model_config_subjects import (
     CMD_MODEL_CONFIG_UPDATE,
 )
 from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT, COMMAND_QUEUE
+from bus.tag_subjects import CMD_TAG_ASSIGN_OWNER, CMD_TAG_REMOVE_OWNER
 from commands.application import UpstreamApplication
 from commands.collections import (
     AddDocuments,
@@ -45,6 +46,7 @@ from commands.models import (
     IngestFile,
     RecordRepositorySnapshot,
 )
+from commands.tags import AssignTagOwner, RemoveTagOwner
 from domain.errors import InvalidCommand, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -123,6 +125,18 @@ def register_command_handlers(
             DeleteCollection,
             app.delete_collection,
             "DeleteCollection: delete a collection.",
+        ),
+        (
+            CMD_TAG_ASSIGN_OWNER,
+            AssignTagOwner,
+            app.assign_tag_owner,
+            "AssignTagOwner: make a user the owner of an access tag.",
+        ),
+        (
+            CMD_TAG_REMOVE_OWNER,
+            RemoveTagOwner,
+            app.remove_tag_owner,
+            "RemoveTagOwner: a tag has no owner any more.",
         ),
     ]
     for subject, model, method, description in routes:

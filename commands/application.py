@@ -13,6 +13,7 @@ from eventsourcing.persistence import IntegrityError, Notification
 from commands.collections import CollectionCommands
 from commands.model_config import ModelConfigCommands
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
+from commands.tags import TagCommands
 from domain.chunkers import chunk_file
 from domain.dbt import DbtProject
 from domain.dbt_record import DbtProjectRecord, candidate_roots, dbt_root_of
@@ -35,7 +36,9 @@ APP_NAME = "upstream"
 _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
-class UpstreamApplication(ModelConfigCommands, CollectionCommands, Application[Any]):
+class UpstreamApplication(
+    ModelConfigCommands, CollectionCommands, TagCommands, Application[Any]
+):
     """Command handlers: load aggregates, decide, save; the store assigns each event a position."""
 
     name = APP_NAME
