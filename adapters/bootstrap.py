@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 
+from adapters.cache_wiring import build_caches
 from adapters.duckdb_model_configs import DuckDBModelConfigs
 from adapters.embeddings import SentenceTransformerEmbedder
 from adapters.llm.settings import LLMSettings, build_llm_providers
@@ -78,6 +79,8 @@ class Container:
     collections: Any = None
     ollama_health: Any = None
     free_tier: Any = None
+    answer_cache: Any = None  # queries.answer_cache.AnswerCache
+    caches: Any = None  # adapters.cache_wiring.Caches
     tag_owners: Any = None  # queries.tag_owners.TagOwners
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -102,6 +105,8 @@ class Container:
             await self._astep("model configurations", self._seed_model_configs)
         if self.ollama_health is not None and self.role != "offline":
             await self._astep("ollama health", self.ollama_health.start)
+        if self.caches is not None:
+            await self._astep("caches", self.caches.start)
         if self.role != "offline":
             await self._astep("broker", self.broker.start)
         self.started_at = time.time()
@@ -137,6 +142,8 @@ class Container:
             await self.gateway.aclose()
         if self.collections is not None:
             self.collections.close()
+        if self.caches is not None:
+            await self.caches.stop()
         self.app.close()
         if self._lock_file is not None:
             self._lock_file.close()
@@ -279,6 +286,8 @@ class Container:
     # -- read-your-writes ---------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
         if self.role == "api":  # another process applies events: read its checkpoint
+            if name == "cache" and self.caches is not None:
+                return int(self.caches.read_model_position())
             if name == "tag_owners" and self.tag_owners is not None:
                 return int(self.tag_owners.position())  # follows the event store itself
             stores = {"graph": self.graph, "model_configs": self.model_configs}
@@ -310,6 +319,8 @@ class Container:
                 applied[n] = await asyncio.to_thread(
                     rebuild, self.projections[n], self.app, self.settings.projection_batch_size
                 )
+        if self.caches is not None:
+            await self.caches.after_replay(names)
         return applied
 
     def _lock_of(self, name: str) -> asyncio.Lock:
@@ -406,6 +417,8 @@ def bootstrap(
         max_tokens=settings.embedding_max_tokens,
     )
     graph = graph or build_graph_store(settings)
+    caches = build_caches(settings, embedder, graph, app, role)
+    embedder = caches.embedder  # ingestion, search and chat embed through the cache
     vectors = VectorsProjection(embedder, index)
     graph_projection = GraphProjection(graph)
     # One DuckDB per query-serving process: DuckDB allows one writer per file.
@@ -444,6 +457,7 @@ def bootstrap(
             graph_projection.name: graph_projection,
             configs_projection.name: configs_projection,
             collections_projection.name: collections_projection,
+            **caches.projections(),
             tag_owners_projection.name: tag_owners_projection,
         },
         search=SearchService(embedder, index),
@@ -456,5 +470,7 @@ def bootstrap(
         collections=collections,
         ollama_health=ollama_health,
         free_tier=free_tier,
+        answer_cache=caches.answers,
+        caches=caches,
         tag_owners=tag_owners,
     )

@@ -277,6 +277,14 @@ class LadybugGraphStore:
             edges = self._query("MATCH ()-[e:Edge]->() RETURN count(e)")[0][0]
         return {"nodes": int(nodes), "edges": int(edges)}
 
+    def most_connected_names(self, limit: int) -> list[str]:
+        rows = self._query(
+            "MATCH (n:Node)-[e:Edge]-(:Node) RETURN n.name AS name, count(e) AS degree "
+            "ORDER BY degree DESC, name LIMIT $limit",
+            {"limit": int(limit)},
+        )
+        return [str(row[0]) for row in rows]
+
     def dump(self) -> tuple[list[LineageNode], list[LineageEdge]]:
         with self._lock:
             node_rows = self._query("MATCH (n:Node) RETURN " + _NODE_FIELDS.format("n"))

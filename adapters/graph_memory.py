@@ -158,6 +158,14 @@ class InMemoryGraphStore:
         with self._lock:
             return {"nodes": len(self._nodes), "edges": len(self._edges)}
 
+    def most_connected_names(self, limit: int) -> list[str]:
+        degree: dict[str, int] = defaultdict(int)
+        with self._lock:
+            for key, node in self._nodes.items():
+                degree[node.name] += len(self._out.get(key, ())) + len(self._in.get(key, ()))
+        ranked = sorted((-d, name) for name, d in degree.items() if d)
+        return [name for _, name in ranked[:limit]]
+
     def dump(self) -> tuple[list[LineageNode], list[LineageEdge]]:
         with self._lock:
             nodes = sorted(self._nodes.values(), key=node_sort_key)

@@ -247,6 +247,14 @@ class Neo4jGraphStore:
         edges = self._read("MATCH (:Node)-[e]->(:Node) RETURN count(e) AS c")[0]["c"]
         return {"nodes": int(nodes), "edges": int(edges)}
 
+    def most_connected_names(self, limit: int) -> list[str]:
+        rows = self._read(
+            "MATCH (n:Node)-[e]-(:Node) RETURN n.name AS name, count(e) AS degree "
+            "ORDER BY degree DESC, name LIMIT $limit",
+            limit=int(limit),
+        )
+        return [str(row["name"]) for row in rows]
+
     def dump(self) -> tuple[list[LineageNode], list[LineageEdge]]:
         node_rows = self._read("MATCH (n:Node) RETURN properties(n) AS props")
         edge_rows = self._read("MATCH (s:Node)-[e]->(t:Node) " + _EDGE_RETURN)

@@ -57,6 +57,21 @@ class Settings(BaseSettings):
     reindex_schedule: str | None = Field(default=None, alias="REINDEX_SCHEDULE")
 
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
+    # Caches (see adapters/cache_wiring.py): Redis at REDIS_URL, else in-process.
+    cache_key_prefix: str = Field(default="", alias="CACHE_KEY_PREFIX")
+    redis_timeout_s: float = Field(default=0.5, alias="REDIS_TIMEOUT", gt=0)
+    redis_retry_interval_s: float = Field(default=1.0, alias="REDIS_RETRY_INTERVAL", gt=0)
+    use_embedding_cache: bool = Field(default=True, alias="USE_EMBEDDING_CACHE")
+    embedding_cache_ttl_s: float = Field(default=86_400, alias="EMBEDDING_CACHE_TTL", gt=0)
+    embedding_cache_batch: int = Field(default=50, alias="EMBEDDING_CACHE_BATCH", gt=0)
+    query_cache_ttl_s: float = Field(default=3600, alias="QUERY_CACHE_TTL", gt=0)
+    use_semantic_cache: bool = Field(default=True, alias="USE_SEMANTIC_CACHE")
+    semantic_cache_threshold: float = Field(
+        default=0.95, alias="SEMANTIC_CACHE_THRESHOLD", gt=0, le=1
+    )
+    cache_memory_max_entries: int = Field(default=50_000, alias="CACHE_MEMORY_MAX_ENTRIES", gt=0)
+    use_cache_warming: bool = Field(default=False, alias="USE_CACHE_WARMING")
+    cache_warming_entities: int = Field(default=1000, alias="CACHE_WARMING_ENTITIES", gt=0)
 
     embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
     embedding_max_tokens: int = Field(default=256, alias="EMBEDDING_MAX_TOKENS", gt=16)

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from adapters.bootstrap import Container, Role, bootstrap
 from adapters.settings import Settings
 from api.errors import install_error_handlers
+from api.routes import cache as cache_routes
 from api.routes import collections, health, ingest, lineage, models, search, sources
 from api.routes import ollama_health as ollama_health_routes
 from api.routes import tags as tag_routes
@@ -47,5 +48,6 @@ def create_app(
     app.include_router(models.router)
     app.include_router(ollama_health_routes.router)
     app.include_router(collections.router)
+    app.include_router(cache_routes.router)
     app.include_router(tag_routes.router)
     return app

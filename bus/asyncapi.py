@@ -12,6 +12,7 @@ from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 from pydantic import BaseModel, Field
 
+from bus.cache_subjects import CACHE_EVENT_SCHEMAS
 from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT
 from bus.tag_subjects import TAG_EVENT_SCHEMAS
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
@@ -207,6 +208,7 @@ _OPEN_EVENTS = {
 
 def _document_commands(broker: NatsBroker) -> None:
     """Model configuration and collection commands, each with its typed payload."""
+    from bus.cache_subjects import CMD_CACHE_INVALIDATE
     from bus.collection_subjects import (
         CMD_COLLECTION_ADD_DOCUMENTS,
         CMD_COLLECTION_CREATE,
@@ -224,6 +226,7 @@ def _document_commands(broker: NatsBroker) -> None:
     from commands import collections as c
     from commands import model_config as m
     from commands import tags as t
+    from commands.cache import InvalidateCache
 
     commands: list[tuple[str, type[BaseModel]]] = [
         (CMD_MODEL_CONFIG_CREATE, m.CreateModelConfig),
@@ -235,6 +238,7 @@ def _document_commands(broker: NatsBroker) -> None:
         (CMD_COLLECTION_ADD_DOCUMENTS, c.AddDocuments),
         (CMD_COLLECTION_EMPTY, c.EmptyCollection),
         (CMD_COLLECTION_DELETE, c.DeleteCollection),
+        (CMD_CACHE_INVALIDATE, InvalidateCache),
         (CMD_TAG_ASSIGN_OWNER, t.AssignTagOwner),
         (CMD_TAG_REMOVE_OWNER, t.RemoveTagOwner),
     ]
@@ -291,7 +295,8 @@ def build_asyncapi() -> AsyncAPI:
             description=description + " Stream EVENTS; Nats-Msg-Id = <app>:<position>.",
             schema=envelope_schema(subject.rsplit(".", 1)[-1] + "Event", OpenPayload),
         )
-    for subject, (payload, description) in {**EVENT_SCHEMAS, **TAG_EVENT_SCHEMAS}.items():
+    typed = {**EVENT_SCHEMAS, **CACHE_EVENT_SCHEMAS, **TAG_EVENT_SCHEMAS}
+    for subject, (payload, description) in typed.items():
         name = subject.rsplit(".", 1)[-1] + "Event"
         broker.publisher(
             subject,

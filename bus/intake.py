@@ -10,6 +10,7 @@ from typing import Any
 from faststream.nats import NatsBroker
 from pydantic import ValidationError
 
+from bus.cache_subjects import CMD_CACHE_INVALIDATE
 from bus.collection_subjects import (
     CMD_COLLECTION_ADD_DOCUMENTS,
     CMD_COLLECTION_CREATE,
@@ -26,6 +27,7 @@ from bus.model_config_subjects import (
 from bus.subjects import CMD_DELETE_FILE, CMD_INGEST_FILE, CMD_RECORD_SNAPSHOT, COMMAND_QUEUE
 from bus.tag_subjects import CMD_TAG_ASSIGN_OWNER, CMD_TAG_REMOVE_OWNER
 from commands.application import UpstreamApplication
+from commands.cache import InvalidateCache
 from commands.collections import (
     AddDocuments,
     CreateCollection,
@@ -125,6 +127,12 @@ def register_command_handlers(
             DeleteCollection,
             app.delete_collection,
             "DeleteCollection: delete a collection.",
+        ),
+        (
+            CMD_CACHE_INVALIDATE,
+            InvalidateCache,
+            app.invalidate_cache,
+            "InvalidateCache: empty the answer caches, the embedding cache, or all.",
         ),
         (
             CMD_TAG_ASSIGN_OWNER,

@@ -10,6 +10,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import IntegrityError, Notification
 
+from commands.cache import CacheCommands
 from commands.collections import CollectionCommands
 from commands.model_config import ModelConfigCommands
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
@@ -37,7 +38,11 @@ _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_
 
 
 class UpstreamApplication(
-    ModelConfigCommands, CollectionCommands, TagCommands, Application[Any]
+    ModelConfigCommands,
+    CollectionCommands,
+    CacheCommands,
+    TagCommands,
+    Application[Any],
 ):
     """Command handlers: load aggregates, decide, save; the store assigns each event a position."""
 

@@ -87,6 +87,10 @@ class GraphStore(Protocol):
     def counts(self) -> dict[str, int]:
         """{"nodes": ..., "edges": ...} over every tenant (checkpoints not counted)."""
 
+    def most_connected_names(self, limit: int) -> list[str]:
+        """The names of the `limit` nodes with the most edges (in and out, over every tenant;
+        nodes of one name count together), most connected first, ties by name."""
+
     def dump(self) -> tuple[list[LineageNode], list[LineageEdge]]:
         """Every node and edge of every tenant, sorted (to compare a rebuilt graph with a live
         one)."""

@@ -42,6 +42,9 @@ def build_health(sources: HealthSources) -> dict[str, Any]:
         "vector_store": _vector_store(sources),
         "embedder": _embedder(sources),
     }
+    caches = getattr(sources, "caches", None)
+    if caches is not None:  # degraded while Redis is unreachable: requests run uncached
+        components["cache"] = _cache(caches)
     return {
         "status": _overall(components),
         "profile": sources.settings.profile,
@@ -129,6 +132,14 @@ def _vector_store(sources: HealthSources) -> dict[str, Any]:
         "reindex_schedule": settings.reindex_schedule,
         "last_reindex": sources.reindex.last_report if sources.reindex else None,
     }
+
+
+def _cache(caches: Any) -> dict[str, Any]:
+    try:
+        report: dict[str, Any] = caches.health()
+    except Exception as error:
+        return {"status": DEGRADED, "error": f"{type(error).__name__}: {error}"}
+    return report
 
 
 def _embedder(sources: HealthSources) -> dict[str, Any]:

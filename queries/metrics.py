@@ -55,6 +55,10 @@ class Metrics:
     def __init__(self, sources: Any, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(SpineCollector(sources))
+        if getattr(sources, "caches", None) is not None:
+            from queries.cache_metrics import CacheCollector
+
+            self.registry.register(CacheCollector(sources.caches))
         self.search_seconds = Histogram(
             "upstream_search_seconds",
             "Search latency",

@@ -583,6 +583,17 @@ def test_drop_clears_everything_and_the_store_stays_usable(store):
     assert store.counts()["edges"] == 9
 
 
+@pytest.mark.spec("LLM-38.3")
+def test_most_connected_names_rank_nodes_by_their_edges(store):
+    assert store.most_connected_names(10) == []
+    apply_all(store)
+    apply_all(store, tenant="globex")  # names count together over tenants
+    top = ["marts.customer_summary", "raw.orders", "staging.stg_orders"]  # 3 edges each
+    assert store.most_connected_names(4) == [*top, "models/sources.yml"]  # 2, first by name
+    assert store.most_connected_names(2) == top[:2]
+    assert len(store.most_connected_names(100)) == len({n.name for n in store.dump()[0]})
+
+
 def _edge_order(e: LineageEdge):
     return (e.source, str(e.rel), e.target, e.file_path, e.line_start, e.edge_id)
 
