@@ -59,10 +59,14 @@ class ProjectionRunner:
     def name(self) -> str:
         return self.projection.name
 
-    async def start(self) -> None:
-        await ensure_events_stream(self.js)
-        config = ConsumerConfig(
-            durable_name=consumer_name(self.name),
+    @property
+    def durable(self) -> str:
+        """The consumer's name: shared by every replica (a consumer group)."""
+        return consumer_name(self.name)
+
+    def consumer_config(self) -> ConsumerConfig:
+        return ConsumerConfig(
+            durable_name=self.durable,
             ack_policy=AckPolicy.ALL,
             deliver_policy=DeliverPolicy.ALL,
             ack_wait=600,
@@ -70,8 +74,14 @@ class ProjectionRunner:
             max_deliver=-1,
             filter_subject=EVENTS_SUBJECTS,
         )
+
+    async def start(self) -> None:
+        await ensure_events_stream(self.js)
         self._sub = await self.js.pull_subscribe(
-            EVENTS_SUBJECTS, durable=consumer_name(self.name), stream=EVENTS_STREAM, config=config
+            EVENTS_SUBJECTS,
+            durable=self.durable,
+            stream=EVENTS_STREAM,
+            config=self.consumer_config(),
         )
         self._task = asyncio.create_task(self._run(), name=f"projection-{self.name}")
 

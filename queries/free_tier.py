@@ -126,6 +126,12 @@ class FreeTierPolicy:
             return None
         return frozenset(str(m.get("id")) for m in models if isinstance(m, Mapping) and m.get("id"))
 
+    async def whitelist(self) -> list[str]:
+        """The cloud models allowed now (the spec's FREE_TIER_MODELS, made dynamic): the seed
+        defaults and every model discovery lists as free, sorted."""
+        free = await self.free_model_ids()
+        return sorted(self.seed_model_ids | (free or frozenset()))
+
     async def check(self, entry: ChainEntry, *, context: str = "") -> Decision:
         """Allowed or downgraded (and then logged and counted)."""
         free = await self.free_model_ids() if entry.provider in CLOUD_PROVIDERS else frozenset()

@@ -215,6 +215,15 @@ async def ollama_models(container: ContainerDep) -> dict[str, Any]:
     return await _discovery(container).ollama_models()
 
 
+# -- accounting -------------------------------------------------------------------------------
+@router.get("/usage")
+async def model_usage(container: ContainerDep) -> dict[str, Any]:
+    """Tokens and calls per provider and model since this process started (free providers
+    are accounted in tokens, not dollars); the same counters are in /metrics."""
+    report: dict[str, Any] = container.gateway.usage_report()
+    return report
+
+
 # -- helpers ----------------------------------------------------------------------------------
 async def _send(container: Any, subject: str, command: Command) -> CommandResult:
     result: CommandResult = await container.command_bus.send(subject, command)

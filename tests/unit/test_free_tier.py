@@ -234,3 +234,72 @@ async def test_enforce_chain_asks_discovery_once_and_not_for_local_chains() -> N
     assert discovery.calls == 1
     await enforce_chain(policy, [ChainEntry("llama3.1:8b", "ollama", 1)])
     assert discovery.calls == 1
+
+
+SPEC_FREE_TIER_MODELS = [
+    GEMINI,
+    "mistralai/mistral-7b-instruct:free",
+    "mistralai/devstral-2512:free",
+    LLAMA_FREE,
+    R1,
+    "qwen/qwen3-4b:free",
+]
+
+
+@pytest.mark.spec("LLM-12.3", "LLM-23.1")
+async def test_the_whitelist_holds_the_spec_models_and_only_free_ones_pass_for_chat() -> None:
+    # The hard-coded list is replaced (spec/README.md): seed defaults + discovery's free list.
+    discovery = FakeDiscovery([m for m in SPEC_FREE_TIER_MODELS if m not in seed_cloud_model_ids()])
+    policy = FreeTierPolicy(discovery, registry=CollectorRegistry())
+    # WHEN the system initializes THEN the whitelist includes at minimum the spec's models
+    whitelist = await policy.whitelist()
+    assert set(SPEC_FREE_TIER_MODELS) <= set(whitelist)
+    assert GPT4 not in whitelist and OPUS not in whitelist
+    # AND only these models are allowed for chat endpoints: each passes unchanged ...
+    chain = [ChainEntry(m, "openrouter", i + 1) for i, m in enumerate(SPEC_FREE_TIER_MODELS)]
+    enforced = await enforce_chain(policy, chain, context="endpoint=/api/chat/deep")
+    assert [e.model_id for e in enforced.entries] == SPEC_FREE_TIER_MODELS
+    assert not enforced.downgraded
+    # ... and anything else is replaced by the default free model
+    paid = await enforce_chain(policy, [ChainEntry(GPT4, "openrouter", 1)])
+    assert [e.model_id for e in paid.entries] == [GEMINI]
+    # Without discovery the seed defaults still pass (the policy fails closed for the rest).
+    offline = FreeTierPolicy(FakeDiscovery(fail=True), registry=CollectorRegistry())
+    assert set(await offline.whitelist()) == set(SPEC_FREE_TIER_MODELS) - {LLAMA_FREE}
+
+
+@pytest.mark.spec("LLM-13.2")
+async def test_cost_tracking_logs_counts_and_signals_a_downgrade(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from prometheus_client import generate_latest
+
+    registry = CollectorRegistry()
+    policy = FreeTierPolicy(FakeDiscovery([]), registry=registry)
+    provider = RecordingProvider("openrouter")
+    gateway = Gateway({"openrouter": provider}, registry=registry)
+    caplog.set_level(logging.WARNING, logger="queries.free_tier")
+    # WHEN a non-free model is requested
+    enforced = await enforce_chain(
+        policy,
+        [ChainEntry(OPUS, "openrouter", 1)],
+        context="endpoint=/api/chat/deep tenant=acme request_id=r-42",
+    )
+    result = await gateway.complete("chat_deep", enforced.entries, request(), "/api/chat/deep")
+    # THEN the event is logged with the request metadata
+    [record] = [r for r in caplog.records if "model downgraded" in r.getMessage()]
+    assert "endpoint=/api/chat/deep tenant=acme request_id=r-42" in record.getMessage()
+    assert OPUS in record.getMessage()
+    # AND a metrics counter is incremented for monitoring (exposed in Prometheus text)
+    assert counter(registry, OPUS, GEMINI) == 1
+    exposition = generate_latest(registry).decode()
+    assert f'chat_model_downgrade_count_total{{from_model="{OPUS}",to_model="{GEMINI}"}} 1.0' in (
+        exposition
+    )
+    # tokens are accounted per provider (free models: tokens, not dollars)
+    assert f'llm_prompt_tokens_total{{model="{GEMINI}",provider="openrouter"}} 10.0' in exposition
+    usage = gateway.usage_report()["providers"]["openrouter"]
+    assert (usage["prompt_tokens"], usage["billing"], usage["cost_usd"]) == (10, "free_tier", 0.0)
+    # AND the user receives the response with a header indicating the downgrade
+    assert result.model_used == GEMINI
+    assert enforced.headers() == {DOWNGRADE_HEADER: f"{OPUS} -> {GEMINI}"}

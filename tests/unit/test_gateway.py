@@ -776,3 +776,53 @@ def test_typed_errors_keep_raw_text_out_of_the_message() -> None:
     assert "secret" not in str(err) and "secret" not in json.dumps(err.to_dict())
     assert ProviderTimeout(timeout=30).message == "Timeout after 30s"
     assert RateLimited(retry_after=3).to_dict()["code"] == "rate_limited"
+
+
+# --- hybrid inference: the configured fallback, local timeouts ---------------------------
+
+LLAMA = "llama3.1:8b"
+FALLBACK = ChainEntry(GEMINI, "openrouter", 1)
+
+
+@pytest.mark.spec("LLM-34.3")
+async def test_the_inference_fallback_serves_local_only_chains_for_large_prompts() -> None:
+    local = FakeProvider("ollama", {LLAMA: [OK], "nomic-embed-text": [OK]})
+    remote = FakeProvider("openrouter", {GEMINI: [OK], DEVSTRAL: [OK]})
+    gateway, _, _ = make({"ollama": local, "openrouter": remote}, inference_fallback=FALLBACK)
+    only_local = [ChainEntry(LLAMA, "ollama", 1)]
+
+    small = await gateway.complete("inference", only_local, request(), "inference")
+    assert small.provider == "ollama" and remote.calls == []  # Ollama preferred (free)
+    big = CompletionRequest(messages=(ChatMessage("user", "x" * 13_000),))
+    routed = await gateway.complete("inference", only_local, big, "inference")
+    assert (routed.model_used, routed.priority) == (GEMINI, 2)  # appended after the chain
+    assert routed.attempts[0].reason == "context_too_large" and len(local.calls) == 1
+
+    # a chain with its own remote entry keeps it; embeddings never get another model
+    mixed = [ChainEntry(LLAMA, "ollama", 1), ChainEntry(DEVSTRAL, "openrouter", 2)]
+    assert (await gateway.complete("inference", mixed, big, "inference")).model_used == DEVSTRAL
+    embedding = [ChainEntry("nomic-embed-text", "ollama", 1)]
+    assert (await gateway.complete("embedding", embedding, big, "embedding")).provider == "ollama"
+
+
+async def test_a_local_timeout_with_a_fallback_after_it_falls_back_instead_of_retrying() -> None:
+    local = FakeProvider("ollama", {LLAMA: [HANG]})
+    remote = FakeProvider("openrouter", {GEMINI: [OK], R1: [HANG]})
+    gateway, clock, _ = make(
+        {"ollama": local, "openrouter": remote}, default_timeout=0.05, unavailable_cooldown=0
+    )
+    entries = [ChainEntry(LLAMA, "ollama", 1), ChainEntry(GEMINI, "openrouter", 2)]
+    result = await gateway.complete("inference", entries, request(), "inference")
+    assert result.provider == "openrouter" and clock.sleeps == [2.0]
+    assert local.models_called() == [LLAMA]
+    # a remote model's timeout is never retried on the same model
+    with pytest.raises(AllModelsFailed):
+        await gateway.complete("inference", chain(R1), request(), "inference")
+    assert remote.models_called().count(R1) == 1
+
+
+async def test_try_complete_is_none_when_nothing_is_configured() -> None:
+    gateway, _, _ = make({})
+    assert await gateway.try_complete("kg_edge_creation", [], request(), "kg") is None
+    disabled = [ChainEntry(GEMINI, "openrouter", 1, enabled=False)]
+    assert await gateway.try_complete("kg_edge_creation", disabled, request(), "kg") is None
