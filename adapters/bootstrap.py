@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from adapters.cache_wiring import build_caches
 from adapters.duckdb_model_configs import DuckDBModelConfigs
 from adapters.embeddings import SentenceTransformerEmbedder
+from adapters.kg_wiring import build_kg, start_kg_policy
 from adapters.llm.settings import LLMSettings, build_llm_providers
 from adapters.model_discovery import ModelDiscovery
 from adapters.qdrant_collections import QdrantCollections
@@ -82,6 +83,7 @@ class Container:
     answer_cache: Any = None  # queries.answer_cache.AnswerCache
     caches: Any = None  # adapters.cache_wiring.Caches
     tag_owners: Any = None  # queries.tag_owners.TagOwners
+    kg: Any = None  # queries.kg.KGService (LLM-proposed edges, history, runs)
     runners: dict[str, Any] = field(default_factory=dict)
     projection_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     startup: list[StartupStep] = field(default_factory=list)
@@ -142,6 +144,8 @@ class Container:
             await self.gateway.aclose()
         if self.collections is not None:
             self.collections.close()
+        if self.kg is not None:
+            self.kg.store.close()
         if self.caches is not None:
             await self.caches.stop()
         self.app.close()
@@ -282,6 +286,7 @@ class Container:
             )
             await runner.start()
             self.runners[projection.name] = runner
+        self.runners["kg_enrichment"] = await start_kg_policy(self, js)
 
     # -- read-your-writes ---------------------------------------------------------------
     def read_model_position(self, name: str) -> int:
@@ -443,6 +448,7 @@ def bootstrap(
     )
     collections = build_collections(settings)
     collections_projection = CollectionsProjection(collections)
+    kg = build_kg(settings, role, model_configs)
     tag_owners_projection = TagOwnersProjection(source=app)  # in memory, filled at each start
     refresh = tag_owners_projection.follow if role == "api" else None  # api runs no projection
     tag_owners = TagOwners(tag_owners_projection.book, refresh)
@@ -459,6 +465,7 @@ def bootstrap(
             collections_projection.name: collections_projection,
             **caches.projections(),
             tag_owners_projection.name: tag_owners_projection,
+            kg.projection.name: kg.projection,
         },
         search=SearchService(embedder, index),
         graph=graph,
@@ -473,4 +480,5 @@ def bootstrap(
         answer_cache=caches.answers,
         caches=caches,
         tag_owners=tag_owners,
+        kg=kg.service,
     )

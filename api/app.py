@@ -12,6 +12,7 @@ from adapters.settings import Settings
 from api.errors import install_error_handlers
 from api.routes import cache as cache_routes
 from api.routes import collections, health, ingest, lineage, models, search, sources
+from api.routes import kg as kg_routes
 from api.routes import ollama_health as ollama_health_routes
 from api.routes import tags as tag_routes
 from queries.metrics import Metrics
@@ -50,4 +51,5 @@ def create_app(
     app.include_router(collections.router)
     app.include_router(cache_routes.router)
     app.include_router(tag_routes.router)
+    app.include_router(kg_routes.router)
     return app

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from adapters.settings import Settings
+from api.cli_kg import kg_after, kg_before, kg_cli
 from domain.errors import UpstreamError
 
 cli = typer.Typer(
@@ -139,11 +140,16 @@ def ingest(
         bool, typer.Option("--sync", help="Also retract files deleted from these folders")
     ] = False,
     ref: Annotated[str | None, typer.Option("--ref", help="Git ref, for a URL")] = None,
+    kg_wait: Annotated[
+        float, typer.Option("--kg-wait", help="Seconds to wait for KG enrichment to finish")
+    ] = 0.0,
     api_url: ApiUrl = None,
     as_json: JsonOut = False,
 ) -> None:
     """Ingest files and folders, or a git repository URL (text files only; binaries and
-    vendored folders are skipped)."""
+    vendored folders are skipped). With a kg_edge_creation model configured, the changed SQL and
+    Python files are enriched with LLM-proposed edges in the background: the last line reports
+    the runs (proposed, accepted, model, confidence)."""
     if len(targets) == 1 and _is_git_url(targets[0]):
         _ingest_git(targets[0], ref, project, tenant, tag or [], wait, api_url, as_json)
         return
@@ -163,6 +169,7 @@ def ingest(
                 skipped.append(item)
     files = project_files_first(files)
     client = _client(api_url)
+    kg_state = kg_before(client, project, tenant)
     totals = {"files": len(files), "changed": 0, "unchanged": 0, "refused": 0, "position": 0}
     refused: list[dict[str, Any]] = []
     batches = _batches(files)
@@ -182,12 +189,14 @@ def ingest(
     deleted: list[str] = []
     if sync:
         deleted = _sync(client, paths, files, project, tenant, wait)
+    kg_line, kg_summary = kg_after(client, project, tenant, kg_state, kg_wait)
     result = {
         **totals,
         "deleted": deleted,
         "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
         "refused_files": refused,
         "waited": wait,
+        "kg": kg_summary,
     }
     if as_json:
         typer.echo(json.dumps(result, indent=2))
@@ -200,6 +209,8 @@ def ingest(
         + (f", {len(deleted)} deleted" if sync else "")
         + f" (position {totals['position']}{', searchable' if wait else ''})"
     )
+    if kg_line:
+        typer.echo(kg_line)
 
 
 def _progress(totals: dict[str, int], total: int) -> None:
@@ -395,11 +406,12 @@ def _lineage_walk(
     project: str | None,
     tenant: str,
     hops: int,
-    include_llm: bool,
+    include_llm: bool | str,
     api_url: str | None,
     as_json: bool,
 ) -> None:
-    params: dict[str, Any] = {"hops": hops, "tenant_id": tenant, "include_llm": include_llm}
+    mode = "proposed" if include_llm is True else include_llm or "accepted"
+    params: dict[str, Any] = {"hops": hops, "tenant_id": tenant, "include_llm": mode}
     if project:
         params["project_id"] = project
     from urllib.parse import quote
@@ -434,7 +446,13 @@ LineageName = Annotated[
     str, typer.Argument(help="A table, model, column or function name, or a URN")
 ]
 Hops = Annotated[int, typer.Option("--hops", min=1, max=5, help="Steps to walk (1-5)")]
-IncludeLlm = Annotated[bool, typer.Option("--include-llm", help="Follow LLM-proposed edges too")]
+IncludeLlm = Annotated[
+    bool, typer.Option("--include-llm", help="Follow every open LLM edge (= --llm-edges proposed)")
+]
+LlmEdges = Annotated[
+    str,
+    typer.Option("--llm-edges", help="LLM edges to follow: none, accepted (default) or proposed"),
+]
 ProjectOpt = Annotated[str | None, typer.Option("--project", "-p", help="Project id")]
 
 
@@ -445,11 +463,13 @@ def lineage_upstream(
     tenant: Tenant = "default",
     hops: Hops = 3,
     include_llm: IncludeLlm = False,
+    llm_edges: LlmEdges = "accepted",
     api_url: ApiUrl = None,
     as_json: JsonOut = False,
 ) -> None:
     """What feeds NAME: nodes (urn, name, kind, path) and edges with their evidence."""
-    _lineage_walk("upstream", name, project, tenant, hops, include_llm, api_url, as_json)
+    mode = True if include_llm else llm_edges
+    _lineage_walk("upstream", name, project, tenant, hops, mode, api_url, as_json)
 
 
 @lineage_cli.command("downstream")
@@ -459,11 +479,13 @@ def lineage_downstream(
     tenant: Tenant = "default",
     hops: Hops = 3,
     include_llm: IncludeLlm = False,
+    llm_edges: LlmEdges = "accepted",
     api_url: ApiUrl = None,
     as_json: JsonOut = False,
 ) -> None:
     """What NAME feeds: what breaks if it changes."""
-    _lineage_walk("downstream", name, project, tenant, hops, include_llm, api_url, as_json)
+    mode = True if include_llm else llm_edges
+    _lineage_walk("downstream", name, project, tenant, hops, mode, api_url, as_json)
 
 
 def _open_or_fail(path: str) -> Any:
@@ -562,6 +584,8 @@ def tags_history(
     for e in reply["events"]:
         typer.echo(f"{e['at']}\t{e['event_type']}\t{e['owner_user_id']}\tby {e['actor']}")
 
+
+cli.add_typer(kg_cli, name="kg")
 
 bench_cli = typer.Typer(help="Benchmarks and operational checks; reports go to docs/benchmarks/.")
 cli.add_typer(bench_cli, name="bench")

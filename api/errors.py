@@ -12,9 +12,11 @@ from adapters.qdrant_index import EmbeddingModelMismatch
 from commands.sources.git import GitCloneFailed
 from domain import errors
 from domain.collections import CollectionNotFound
+from domain.kg.aggregates import ProposedEdgeNotFound
 from domain.llm import AllModelsFailed
 from domain.model_config import ModelConfigNotFound, ModelSelectionUnavailable
 from domain.tags import TagOwnerNotFound, UnknownTag
+from queries.kg import EdgeHistoryNotFound, EnrichmentRunNotFound
 from queries.lineage import AmbiguousEntity, EntityNotFound
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,9 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (TagOwnerNotFound, 404),
     (UnknownTag, 404),
     (AmbiguousEntity, 409),
+    (ProposedEdgeNotFound, 404),
+    (EdgeHistoryNotFound, 404),
+    (EnrichmentRunNotFound, 404),
 ]
 
 

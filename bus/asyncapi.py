@@ -288,6 +288,9 @@ def build_asyncapi() -> AsyncAPI:
         return CommandResult(accepted=False)
 
     _document_commands(broker)
+    from bus.kg_asyncapi import document_kg  # it builds on this module's schemas
+
+    document_kg(broker)
     for subject, description in _OPEN_EVENTS.items():
         broker.publisher(
             subject,

@@ -18,6 +18,7 @@ from bus.collection_subjects import (
     CMD_COLLECTION_EMPTY,
     CMD_COLLECTION_UPDATE_METADATA,
 )
+from bus.kg_subjects import kg_routes
 from bus.model_config_subjects import (
     CMD_MODEL_CONFIG_CREATE,
     CMD_MODEL_CONFIG_DELETE,
@@ -146,6 +147,7 @@ def register_command_handlers(
             app.remove_tag_owner,
             "RemoveTagOwner: a tag has no owner any more.",
         ),
+        *kg_routes(app),
     ]
     for subject, model, method, description in routes:
         _subscribe(broker, subject, model, method, description, on_recorded)

@@ -12,6 +12,7 @@ from eventsourcing.persistence import IntegrityError, Notification
 
 from commands.cache import CacheCommands
 from commands.collections import CollectionCommands
+from commands.kg import KGCommands
 from commands.model_config import ModelConfigCommands
 from commands.models import CommandResult, DeleteFile, IngestFile, RecordRepositorySnapshot
 from commands.tags import TagCommands
@@ -42,6 +43,7 @@ class UpstreamApplication(
     CollectionCommands,
     CacheCommands,
     TagCommands,
+    KGCommands,
     Application[Any],
 ):
     """Command handlers: load aggregates, decide, save; the store assigns each event a position."""

@@ -115,9 +115,15 @@ class LineageNode:
         )
 
 
-def edge_id(project_id: str, rel: Rel, source: str, target: str, file_path: str) -> str:
-    """Deterministic: the same relation found in the same file is the same edge."""
-    return str(uuid.uuid5(_EDGE_NS, f"{project_id}|{rel}|{source}|{target}|{file_path}"))
+def edge_id(
+    project_id: str, rel: Rel, source: str, target: str, file_path: str, provenance: str = "parser"
+) -> str:
+    """Deterministic: the same relation found in the same file is the same edge. An LLM
+    proposal of a relation the parser also found is another edge (it never overwrites it)."""
+    key = f"{project_id}|{rel}|{source}|{target}|{file_path}"
+    if provenance != "parser":
+        key += f"|{provenance}"
+    return str(uuid.uuid5(_EDGE_NS, key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +146,9 @@ class LineageEdge:
 
     @property
     def edge_id(self) -> str:
-        return edge_id(self.project_id, self.rel, self.source, self.target, self.file_path)
+        return edge_id(
+            self.project_id, self.rel, self.source, self.target, self.file_path, self.provenance
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

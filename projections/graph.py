@@ -11,6 +11,11 @@ from projections.base import CheckpointedProjection
 
 log = logging.getLogger(__name__)
 
+# LLM-proposed edges (domain.kg.aggregates.ProposedEdge): written with source, model,
+# confidence, status and verification; a rejected or retracted one leaves the graph.
+LLM_EDGE_UPSERTS = frozenset({"LineageEdgeProposed", "LineageEdgeVerified", "LineageEdgeAccepted"})
+LLM_EDGE_REMOVALS = frozenset({"LineageEdgeRejected", "LineageEdgeRetracted"})
+
 
 class GraphProjection(CheckpointedProjection):
     """Read model `graph`: nodes and edges with evidence, per tenant; checkpoint in the graph.
@@ -19,7 +24,10 @@ class GraphProjection(CheckpointedProjection):
     its checkpoint only repeats the write."""
 
     name = "graph"
-    relevant_events = frozenset({"LineageExtracted", "LineageEdgesRetracted", "FileDeleted"})
+    relevant_events = frozenset(
+        {"LineageExtracted", "LineageEdgesRetracted", "FileDeleted", *LLM_EDGE_UPSERTS}
+        | LLM_EDGE_REMOVALS
+    )
 
     def _apply(self, envelopes: Sequence[EventEnvelope], last: int) -> None:
         for run in _runs(envelopes):
@@ -48,6 +56,13 @@ class GraphProjection(CheckpointedProjection):
             self.store.apply_file(p["tenant_id"], p["project_id"], p["path"], [], [], p["edge_ids"])
         elif envelope.event_type == "FileDeleted":
             self.store.remove_file(p["tenant_id"], p["project_id"], p["path"])
+        elif envelope.event_type in LLM_EDGE_UPSERTS:  # the event carries the edge as it is now
+            edge = LineageEdge.from_dict(p["edge"])
+            self.store.apply_file(p["tenant_id"], p["project_id"], p["file_path"], [], [edge], [])
+        elif envelope.event_type in LLM_EDGE_REMOVALS:
+            self.store.apply_file(
+                p["tenant_id"], p["project_id"], p["file_path"], [], [], [p["edge_id"]]
+            )
 
 
 def _runs(envelopes: Sequence[EventEnvelope]) -> list[list[EventEnvelope]]:

@@ -12,7 +12,13 @@ from api.deps import ContainerDep
 router = APIRouter(prefix="/api/v1/lineage", tags=["lineage"])
 
 Hops = Annotated[int, Query(ge=1, le=5, description="How many steps to walk (1-5)")]
-IncludeLlm = Annotated[bool, Query(description="Also follow LLM-proposed edges")]
+IncludeLlm = Annotated[
+    str,
+    Query(
+        description="LLM-proposed edges to follow besides the parser's: none, accepted "
+        "(default) or proposed (every open proposal; `true` means the same)"
+    ),
+]
 Names = Annotated[list[str], Query(description="Names to look up (case-insensitive)")]
 
 
@@ -35,7 +41,7 @@ async def upstream(
     hops: Hops = 3,
     project_id: str | None = None,
     tenant_id: str = "default",
-    include_llm: IncludeLlm = False,
+    include_llm: IncludeLlm = "accepted",
 ) -> dict[str, Any]:
     """What feeds an entity (URN or name): nodes, edges with evidence, paths."""
     return await _walk(container, ref, "upstream", hops, project_id, tenant_id, include_llm)
@@ -48,7 +54,7 @@ async def downstream(
     hops: Hops = 3,
     project_id: str | None = None,
     tenant_id: str = "default",
-    include_llm: IncludeLlm = False,
+    include_llm: IncludeLlm = "accepted",
 ) -> dict[str, Any]:
     """What an entity (URN or name) feeds: what breaks if it changes."""
     return await _walk(container, ref, "downstream", hops, project_id, tenant_id, include_llm)
@@ -61,7 +67,7 @@ async def _walk(
     hops: int,
     project_id: str | None,
     tenant_id: str,
-    include_llm: bool,
+    include_llm: str,
 ) -> dict[str, Any]:
     answer = await asyncio.to_thread(
         container.lineage.walk, tenant_id, project_id, ref, direction, hops, include_llm
