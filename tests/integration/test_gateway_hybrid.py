@@ -360,3 +360,46 @@ async def test_ollama_lost_at_run_time_degrades_serves_cached_and_recovers(
         assert (await gateway.complete("inference", INFERENCE, ask(), "inference")).data == {}
     finally:
         await close(providers, monitor)
+
+
+class _NoConfigs:
+    def fallback_chain(self, usage_type: str) -> list[dict[str, Any]]:
+        return []
+
+
+@pytest.mark.spec("LLM-13.3")
+async def test_start_up_checks_the_configured_ollama_and_fails_fast_with_a_clear_error(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from adapters.bootstrap import build_ollama_health
+
+    server.on("/api/tags", tags(LLAMA, EMBED))
+    server.on("/api/ps", ps())
+    # THEN it connects to Ollama at the configured address (OLLAMA_BASE_URL, e.g.
+    # http://host.docker.internal:11434 from a container) AND validates it is accessible
+    llm = settings(monkeypatch, OLLAMA_BASE_URL=server.url, OLLAMA_HEALTH_INTERVAL="3600")
+    providers = build_llm_providers(llm)
+    monitor = build_ollama_health(llm, providers, _NoConfigs())
+    try:
+        report = await monitor.start()
+    finally:
+        await close(providers, monitor)
+    assert report["base_url"] == server.url and report["status"] == HEALTHY
+    assert [r["path"] for r in server.requests] == ["/api/tags", "/api/ps"]
+
+    # AND it fails fast with a clear error if Ollama is not running (the service goes on)
+    with ScriptedServer() as gone:
+        url = gone.url
+    llm = settings(monkeypatch, OLLAMA_BASE_URL=url, OLLAMA_HEALTH_INTERVAL="3600")
+    providers = build_llm_providers(llm)
+    monitor = build_ollama_health(llm, providers, _NoConfigs())
+    caplog.set_level(logging.ERROR, logger="queries.ollama_health")
+    started = time.perf_counter()
+    try:
+        down = await monitor.start()
+    finally:
+        await close(providers, monitor)
+    assert time.perf_counter() - started < 2.0
+    assert down["status"] == UNAVAILABLE and down["error"].startswith(f"Ollama at {url}")
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert f"Ollama is not available at {url}" in error and "ollama serve" in error
