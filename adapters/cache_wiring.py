@@ -55,7 +55,7 @@ class Caches:
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
         """Log the backend; start warming the embedding cache when USE_CACHE_WARMING."""
-        if not self.store.shared:
+        if not self.store.shared and self.role != "offline":
             log.warning(
                 "REDIS_URL is not set: caches are in-process (lost on restart%s)",
                 ", and not invalidated by the workers" if self.role == "api" else "",

@@ -654,6 +654,28 @@ def bench_gateway(
     typer.echo(f"report: {report}")
 
 
+@bench_cli.command("cache")
+def bench_cache(
+    requests: Annotated[int, typer.Option(help="Repetitions of the cached question")] = 200,
+    redis_url: Annotated[
+        str | None, typer.Option(help="Redis for the caches (default: REDIS_URL, else in-process)")
+    ] = None,
+    out: ReportDir = Path("docs/benchmarks"),
+) -> None:
+    """A repeated question from the exact cache through HTTP (median < 5 ms), a paraphrase from
+    the semantic cache, a negated question not."""
+    from dataclasses import asdict
+
+    from bench.cache import run_cache_bench, write_report
+
+    configure_logging("WARNING")
+    result = run_cache_bench(requests, redis_url or os.environ.get("REDIS_URL"))
+    typer.echo(json.dumps(asdict(result), indent=2, default=str))
+    typer.echo(f"report: {write_report(result, out)}")
+    if not result.all_exact:
+        raise typer.Exit(1)
+
+
 @bench_cli.command("crash")
 def bench_crash(
     files: Annotated[int, typer.Option(help="Files to ingest")] = 200,

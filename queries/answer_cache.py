@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -152,6 +153,8 @@ class AnswerCache:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="answer-cache")
         self._semantic_failing = False
         self._pruned_at = 0.0
+        self._asked: OrderedDict[str, float] = OrderedDict()  # exact key -> when it missed
+        self._asked_lock = threading.Lock()
         store.on_recovery(self._after_outage)
 
     # -- the chat endpoints' interface ------------------------------------------------------
@@ -172,7 +175,8 @@ class AnswerCache:
         """Cache `response` under `key` (and its vector), indexed by its evidence URNs.
 
         `computed_at` (epoch seconds when answering began): an answer whose evidence was
-        invalidated since is not stored. Without it, the last `quiet_s` seconds count."""
+        invalidated since is not stored. Without it, the time of this key's last missed
+        `lookup` counts, or else the last `quiet_s` seconds."""
         await self._run(self.store_sync, key, question_vector, response, evidence_urns, computed_at)
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
@@ -191,6 +195,7 @@ class AnswerCache:
             log.debug("exact cache hit %s", exact_key)
             return CachedAnswer(entry["response"], "exact", 1.0)
         self.counters.add("exact_misses")
+        self._remember_miss(exact_key)
         if question_vector is None or self.semantic is None or not self.kv.available():
             return None
         found = self._semantic_lookup(key, question_vector)
@@ -258,12 +263,12 @@ class AnswerCache:
     ) -> None:
         now = self.clock()
         urns = sorted(set(evidence_urns))
-        since = computed_at if computed_at is not None else now - self.quiet_s
+        exact_key = key.exact_key()
+        since = computed_at if computed_at is not None else self._missed_at(exact_key, now)
         if self._invalidated_since(key.tenant_id, urns, since, now):
             self.counters.add("stores_skipped_stale")
             log.info("answer to %r not cached: its evidence changed while it was computed", key)
             return
-        exact_key = key.exact_key()
         entry = {
             "response": response,
             "question": key.question,
@@ -303,6 +308,18 @@ class AnswerCache:
                 self._pruned_at = now
         except Exception as error:
             self._semantic_failed("store", error)
+
+    def _remember_miss(self, exact_key: str) -> None:
+        with self._asked_lock:
+            self._asked[exact_key] = self.clock()
+            self._asked.move_to_end(exact_key)
+            while len(self._asked) > 10_000:
+                self._asked.popitem(last=False)
+
+    def _missed_at(self, exact_key: str, now: float) -> float:
+        """When answering `exact_key` began: its missed lookup, else `quiet_s` ago."""
+        with self._asked_lock:
+            return self._asked.pop(exact_key, now - self.quiet_s)
 
     def _invalidated_since(self, tenant: str, urns: list[str], since: float, now: float) -> bool:
         if now - since > self.quiet_s:  # older than the markers remember: cannot tell

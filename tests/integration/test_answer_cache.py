@@ -240,6 +240,7 @@ def _ingest(app, path: str, content: str) -> None:
     app.ingest_file(IngestFile(project_id="shop", tenant_id="acme", path=path, content=content))
 
 
+@pytest.mark.spec("LLM-06.2")
 def test_ingesting_a_file_that_touches_x_drops_the_answers_citing_x_and_keeps_the_others(
     answers, memory_app
 ):
@@ -321,6 +322,25 @@ def test_an_answer_whose_evidence_changed_while_it_was_computed_is_not_stored(an
     assert answers.status()["stores_skipped_stale"] == 1
     asyncio.run(answers.store(key(), vec(1.0), response("new"), stale, computed_at=time.time()))
     assert lookup(answers, key()).response == response("new")
+
+
+def test_without_computed_at_the_missed_lookup_marks_when_answering_began(answers, memory_app):
+    projection = _projection(answers)
+    urns = ["urn:li:dataset:shop:staging.orders"]
+    _ingest(memory_app, "models/a.sql", DIM_SQL.format("a_summary", "orders"))
+    _apply_new(projection, memory_app)  # the evidence changed a moment ago
+    asyncio.run(answers.store(key(), None, response("never looked up"), urns))
+    assert lookup(answers, key()) is None  # no lookup, no computed_at: the quiet window counts
+
+    asyncio.run(answers.store(key(), None, response("asked after the change"), urns))
+    assert lookup(answers, key()).response == response("asked after the change")
+
+    other = key("What else reads staging.orders?")
+    assert lookup(answers, other) is None  # answering begins
+    _ingest(memory_app, "models/c.sql", DIM_SQL.format("c_summary", "orders"))
+    _apply_new(projection, memory_app)  # the evidence changes while it is computed
+    asyncio.run(answers.store(other, None, response("stale"), urns))
+    assert lookup(answers, other) is None
 
 
 def test_a_rebuild_of_the_cache_read_model_flushes_answers_and_keeps_embeddings(

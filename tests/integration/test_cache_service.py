@@ -141,6 +141,7 @@ async def _request_raw(container, body: dict) -> dict:
     return json.loads(reply.data)
 
 
+@pytest.mark.spec("LLM-06.2")
 def test_ingesting_a_file_touching_x_drops_only_the_answers_citing_x(service):
     container = service.container
     _ingest(service, {"models/a.sql": SQL.format("a", "orders"), "docs/r.md": "# Revenue\n"})
