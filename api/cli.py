@@ -695,6 +695,17 @@ def bench_crash(
         raise typer.Exit(1)
 
 
+def _evaluation_commands() -> None:
+    """`upstream bench embeddings` and `upstream eval` (the evaluation harness, bench/)."""
+    from bench.commands import bench_embeddings, eval_command
+
+    bench_cli.command("embeddings")(bench_embeddings)
+    cli.command("eval")(eval_command)
+
+
+_evaluation_commands()
+
+
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
