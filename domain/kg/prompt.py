@@ -21,7 +21,10 @@ SYSTEM_PROMPT = (
     '"A READS B" means the code of A reads data from B; "A WRITES B" means A writes data into B. '
     "Name tables, models, functions and files exactly as the code or the known nodes name them. "
     "Propose only relations the code shows, with a low confidence for guesses. "
-    'An empty list {"proposals": []} is a good answer when there is nothing to add.'
+    'An empty list {"proposals": []} is a good answer when there is nothing to add. '
+    'Example: for "INSERT INTO sales.daily SELECT * FROM raw.sales" the answer is '
+    '{"proposals": [{"source_node": "sales.daily", "target_node": "raw.sales", '
+    '"relationship_type": "READS", "confidence": 0.9, "reasoning": "it selects from raw.sales"}]}.'
 )
 
 

@@ -24,15 +24,18 @@ FIELDS = ("source_node", "target_node", "relationship_type", "confidence", "reas
 
 def proposals_schema(max_proposals: int = DEFAULT_MAX_PROPOSALS) -> dict[str, Any]:
     """The JSON schema sent as `response_format` (strict JSON mode; also a grammar for
-    llama.cpp): an object with a `proposals` array of `LineageEdgeProposal`s."""
+    llama.cpp): an object with a `proposals` array of `LineageEdgeProposal`s.
+
+    String lengths are checked by `check_proposal`, not here: a `maxLength` becomes a grammar
+    rule per character in llama.cpp and halves its speed."""
     item = {
         "type": "object",
         "properties": {
-            "source_node": {"type": "string", "maxLength": MAX_NODE_CHARS},
-            "target_node": {"type": "string", "maxLength": MAX_NODE_CHARS},
+            "source_node": {"type": "string"},
+            "target_node": {"type": "string"},
             "relationship_type": {"type": "string", "enum": list(RELATIONSHIP_TYPES)},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "reasoning": {"type": "string", "maxLength": MAX_REASONING_CHARS},
+            "reasoning": {"type": "string"},
         },
         "required": list(FIELDS),
         "additionalProperties": False,
