@@ -14,6 +14,7 @@ from typing import Any, Literal
 from prometheus_client import CollectorRegistry
 
 from adapters.cache_wiring import build_caches
+from adapters.cross_encoder import build_reranker, start_reranker
 from adapters.duckdb_model_configs import DuckDBModelConfigs
 from adapters.embeddings import SentenceTransformerEmbedder
 from adapters.kg_wiring import build_kg, start_kg_policy
@@ -78,6 +79,8 @@ class Container:
     gateway: Any = None
     metrics_registry: Any = None
     collections: Any = None
+    reranker: Any = None  # the cross-encoder behind /rerank; None when disabled
+    rag_providers: Any = None  # adapters.rag.connections.RagConnections
     ollama_health: Any = None
     free_tier: Any = None
     answer_cache: Any = None  # queries.answer_cache.AnswerCache
@@ -91,11 +94,18 @@ class Container:
     _nc: Any = None
     _lock_file: Any = None
 
+    def __post_init__(self) -> None:
+        if self.rag_providers is None:  # built here: the builtin provider reads the container
+            from adapters.rag.connections import build_rag_connections
+
+            self.rag_providers = build_rag_connections(self)
+
     # -- lifecycle ----------------------------------------------------------------------
     async def start(self) -> None:
         began = time.perf_counter()
         if self.settings.profile == "embedded" and self.role in ("serve", "offline"):
             self._step("lock data dir", self._lock_data_dir)
+        await self._astep("cross-encoder", lambda: start_reranker(self.reranker, self.role))
         if self.role != "offline":
             await self._astep("bus", self._start_bus)
         await self._astep("embedder", lambda: asyncio.to_thread(self.embedder.warm_up))
@@ -144,6 +154,8 @@ class Container:
             await self.gateway.aclose()
         if self.collections is not None:
             self.collections.close()
+        if self.rag_providers is not None:
+            await self.rag_providers.aclose()
         if self.kg is not None:
             self.kg.store.close()
         if self.caches is not None:
@@ -448,6 +460,7 @@ def bootstrap(
     )
     collections = build_collections(settings)
     collections_projection = CollectionsProjection(collections)
+    reranker = build_reranker(settings) if role in ("serve", "api") else None
     kg = build_kg(settings, role, model_configs)
     tag_owners_projection = TagOwnersProjection(source=app)  # in memory, filled at each start
     refresh = tag_owners_projection.follow if role == "api" else None  # api runs no projection
@@ -467,7 +480,7 @@ def bootstrap(
             tag_owners_projection.name: tag_owners_projection,
             kg.projection.name: kg.projection,
         },
-        search=SearchService(embedder, index),
+        search=SearchService(embedder, index, reranker=reranker),
         graph=graph,
         lineage=LineageService(graph),
         model_configs=model_configs,
@@ -475,6 +488,7 @@ def bootstrap(
         gateway=gateway,
         metrics_registry=registry,
         collections=collections,
+        reranker=reranker,
         ollama_health=ollama_health,
         free_tier=free_tier,
         answer_cache=caches.answers,

@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(default=64, alias="EMBEDDING_BATCH_SIZE", gt=0)
     projection_batch_size: int = Field(default=512, alias="PROJECTION_BATCH_SIZE", gt=0)
 
+    # Cross-encoder for /rerank (the CLI's --cross-encoder-path / --cross-encoder win over these)
+    cross_encoder_path: str | None = Field(default=None, alias="CROSS_ENCODER_PATH")
+    cross_encoder_model: str | None = Field(default=None, alias="CROSS_ENCODER_MODEL")
+    cross_encoder_cache_dir: Path | None = Field(default=None, alias="CROSS_ENCODER_CACHE_DIR")
+
     @field_validator("nats_url", "qdrant_url", "redis_url", "neo4j_uri", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:

@@ -14,6 +14,8 @@ from api.routes import cache as cache_routes
 from api.routes import collections, health, ingest, lineage, models, search, sources
 from api.routes import kg as kg_routes
 from api.routes import ollama_health as ollama_health_routes
+from api.routes import providers as provider_routes
+from api.routes import rerank as rerank_routes
 from api.routes import tags as tag_routes
 from queries.metrics import Metrics
 
@@ -49,6 +51,8 @@ def create_app(
     app.include_router(models.router)
     app.include_router(ollama_health_routes.router)
     app.include_router(collections.router)
+    app.include_router(rerank_routes.router)
+    app.include_router(provider_routes.router)
     app.include_router(cache_routes.router)
     app.include_router(tag_routes.router)
     app.include_router(kg_routes.router)

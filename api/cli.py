@@ -16,6 +16,7 @@ import typer
 from adapters.settings import Settings
 from api.cli_kg import kg_after, kg_before, kg_cli
 from domain.errors import UpstreamError
+from domain.rerank import format_model_table, help_examples
 
 cli = typer.Typer(
     name="upstream",
@@ -55,30 +56,83 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 # -- serving -------------------------------------------------------------------------------
+def _list_reranker_models(value: bool) -> None:
+    if value:
+        typer.echo(format_model_table())
+        raise typer.Exit()
+
+
+CrossEncoderName = Annotated[
+    str | None, typer.Option("--cross-encoder", metavar="NAME", help=help_examples())
+]
+CrossEncoderPath = Annotated[
+    str | None,
+    typer.Option(
+        "--cross-encoder-path",
+        metavar="PATH",
+        help="A cross-encoder folder on disk, no download (wins over --cross-encoder and the "
+        "CROSS_ENCODER_PATH / CROSS_ENCODER_MODEL variables)",
+    ),
+]
+ListRerankerModels = Annotated[
+    bool,
+    typer.Option(
+        "--list-reranker-models",
+        is_eager=True,
+        callback=_list_reranker_models,
+        help="Print the recommended cross-encoder models and exit",
+    ),
+]
+
+
 @cli.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address")] = None,
     port: Annotated[int | None, typer.Option(help="Port")] = None,
+    cross_encoder: CrossEncoderName = None,
+    cross_encoder_path: CrossEncoderPath = None,
+    list_reranker_models: ListRerankerModels = False,
 ) -> None:
     """Run everything in one process on the embedded profile (or the configured servers)."""
-    _run_http("serve", host, port)
+    _run_http("serve", host, port, cross_encoder_path, cross_encoder)
 
 
 @cli.command()
 def api(
     host: Annotated[str | None, typer.Option(help="Bind address")] = None,
     port: Annotated[int | None, typer.Option(help="Port")] = None,
+    cross_encoder: CrossEncoderName = None,
+    cross_encoder_path: CrossEncoderPath = None,
+    list_reranker_models: ListRerankerModels = False,
 ) -> None:
     """Run an API replica (production profile: the workers apply commands and events)."""
-    _run_http("api", host, port)
+    _run_http("api", host, port, cross_encoder_path, cross_encoder)
 
 
-def _run_http(role: Any, host: str | None, port: int | None) -> None:
+def with_cross_encoder_flags(
+    settings: Settings, flag_path: str | None, flag_name: str | None
+) -> Settings:
+    """The flags win over the environment: given either, both CROSS_ENCODER_* are ignored
+    (then the path wins over the name, as everywhere)."""
+    if not (flag_path or flag_name):
+        return settings
+    return settings.model_copy(
+        update={"cross_encoder_path": flag_path, "cross_encoder_model": flag_name}
+    )
+
+
+def _run_http(
+    role: Any,
+    host: str | None,
+    port: int | None,
+    cross_encoder_path: str | None = None,
+    cross_encoder: str | None = None,
+) -> None:
     import uvicorn
 
     from api.app import create_app
 
-    settings = Settings()
+    settings = with_cross_encoder_flags(Settings(), cross_encoder_path, cross_encoder)
     configure_logging(settings.log_level)
     app = create_app(settings, role)
     uvicorn.run(
@@ -704,6 +758,25 @@ def _evaluation_commands() -> None:
 
 
 _evaluation_commands()
+
+
+@bench_cli.command("collections")
+def bench_collections(
+    documents: Annotated[int, typer.Option(help="Documents in the collection")] = 50_000,
+    repeats: Annotated[int, typer.Option(help="Runs per read")] = 30,
+    qdrant_url: Annotated[
+        str | None, typer.Option("--qdrant-url", help="A Qdrant server (default: local mode)")
+    ] = None,
+    out: ReportDir = Path("docs/benchmarks"),
+) -> None:
+    """Filtered queries, documents pages, metadata-values (median, p95) and emptying time on
+    one large collection."""
+    from bench.collections import run_collections_bench, write_report
+
+    configure_logging("WARNING")
+    result = run_collections_bench(documents, repeats=repeats, qdrant_url=qdrant_url)
+    typer.echo(json.dumps(result, indent=2))
+    typer.echo(f"report: {write_report(result, out)}")
 
 
 def main() -> None:

@@ -15,6 +15,8 @@ from domain.collections import CollectionNotFound
 from domain.kg.aggregates import ProposedEdgeNotFound
 from domain.llm import AllModelsFailed
 from domain.model_config import ModelConfigNotFound, ModelSelectionUnavailable
+from domain.rag_provider import ProviderRequestFailed, UnknownRagProvider
+from domain.rerank import RerankScoringFailed
 from domain.tags import TagOwnerNotFound, UnknownTag
 from queries.kg import EdgeHistoryNotFound, EnrichmentRunNotFound
 from queries.lineage import AmbiguousEntity, EntityNotFound
@@ -35,6 +37,9 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (TagOwnerNotFound, 404),
     (UnknownTag, 404),
     (AmbiguousEntity, 409),
+    (RerankScoringFailed, 500),
+    (UnknownRagProvider, 404),
+    (ProviderRequestFailed, 502),
     (ProposedEdgeNotFound, 404),
     (EdgeHistoryNotFound, 404),
     (EnrichmentRunNotFound, 404),

@@ -113,3 +113,37 @@ class EventLog(Protocol):
     def read(self, after: int, limit: int) -> list[EventEnvelope]: ...
 
     def max_position(self) -> int: ...
+
+@dataclass(frozen=True, slots=True)
+class RerankDocument:
+    """A document to rerank: its id and the text the cross-encoder reads."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RerankedDocument:
+    """A reranked document: its id, the model's score and its 1-based rank in the input."""
+
+    id: str
+    score: float
+    original_rank: int
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores how well each document answers a query (a cross-encoder), best first."""
+
+    @property
+    def model_name(self) -> str:
+        """The model's name or local path, as reported by /health."""
+
+    def warm_up(self) -> None:
+        """Load the model; raises `CrossEncoderLoadFailed` when it cannot be loaded."""
+
+    def rerank(
+        self, query: str, documents: Sequence[RerankDocument], top_k: int | None = None
+    ) -> list[RerankedDocument]:
+        """Every document scored against the query, sorted by score descending, cut to
+        `top_k`; raises `RerankScoringFailed` when the model fails."""

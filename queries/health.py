@@ -52,6 +52,7 @@ def build_health(sources: HealthSources) -> dict[str, Any]:
         "uptime_s": round(time.time() - sources.started_at, 1) if sources.started_at else 0.0,
         "startup": [{"step": s.name, "seconds": s.seconds} for s in sources.startup],
         "components": components,
+        **_cross_encoder(sources),
     }
 
 
@@ -148,3 +149,10 @@ def _embedder(sources: HealthSources) -> dict[str, Any]:
         return {"status": OK, "model": embedder.model_name, "dimension": embedder.dimension}
     except Exception as error:
         return {"status": DOWN, "error": f"{type(error).__name__}: {error}"}
+
+def _cross_encoder(sources: Any) -> dict[str, Any]:
+    """`cross_encoder` only when a model is loaded (its absence keeps the old format)."""
+    reranker = getattr(sources, "reranker", None)
+    if reranker is None or not getattr(reranker, "loaded", True):
+        return {}
+    return {"cross_encoder": {"model": reranker.model_name, "status": "loaded"}}

@@ -22,6 +22,10 @@ class SearchRequest(BaseModel):
     chunk_type: str | None = Field(
         default=None, description="Only this kind of chunk: sql_view, python_function, ..."
     )
+    rerank: bool = Field(
+        default=False,
+        description="Reorder the candidates with the cross-encoder (when the service has one)",
+    )
 
 
 class Hit(BaseModel):
@@ -34,6 +38,7 @@ class Hit(BaseModel):
     chunk_type: str
     score: float
     snippet: str
+    rerank_score: float | None = None
 
 
 class SearchResponse(BaseModel):
@@ -41,6 +46,7 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
     filters: dict[str, str]
     took_ms: float
+    reranked: bool = False
 
 
 @router.post("/search", response_model=SearchResponse)
@@ -56,8 +62,10 @@ async def search(body: SearchRequest, container: ContainerDep, request: Request)
             top_k=body.top_k,
             path=body.path,
             chunk_type=body.chunk_type,
+            rerank=body.rerank,
         )
     return SearchResponse(
+        reranked=body.rerank and container.search.can_rerank,
         query=body.query,
         hits=[Hit.model_validate(h.to_dict()) for h in hits],
         filters={
