@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -94,7 +95,7 @@ class FakeProvider:
 
     async def complete(self, request: CompletionRequest, model: str) -> Completion:
         self.calls.append((model, request))
-        steps = self.script[model.replace("/", "_").replace(":", "_").replace("-", "_")]
+        steps = self.script[re.sub(r"[^a-z0-9]", "_", model)]  # kg-model -> kg_model
         step = steps.pop(0) if len(steps) > 1 else steps[0]
         if isinstance(step, BaseException):
             raise step
@@ -226,6 +227,21 @@ async def test_the_kg_agent_uses_the_configured_chain_devstral_by_default(caplog
     assert request.response_format is not None  # strict JSON
     assert "model downgraded" not in caplog.text  # a seed default passes the free-tier check
     assert {e.properties["model"] for e in world.llm_edges()} == {model}
+
+
+@pytest.mark.spec("LLM-11.1")
+async def test_a_kg_model_that_is_not_free_is_downgraded_to_the_default_free_model(caplog):
+    caplog.set_level(logging.WARNING)
+    provider = FakeProvider("openrouter", google_gemini_2_0_flash_exp_free=[LOAD_ANSWER])
+    world = World(provider)
+    world.configure(model="openai/gpt-4", provider="openrouter")
+    world.ingest(LOAD, LOAD_SQL)
+    await world.live()
+    assert [model for model, _ in provider.calls] == ["google/gemini-2.0-flash-exp:free"]
+    assert "model downgraded from_model=openai/gpt-4" in caplog.text
+    assert {e.properties["model"] for e in world.llm_edges()} == {
+        "google/gemini-2.0-flash-exp:free"
+    }
 
 
 @pytest.mark.spec("LLM-10.2")
