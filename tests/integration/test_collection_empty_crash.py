@@ -1,4 +1,4 @@
-"""SIGKILL `upstream serve` in the middle of emptying a 20,000-document collection: after a
+"""SIGKILL `upstream serve` in the middle of emptying a 5,000-document collection: after a
 restart the collection holds all its documents or none, never part of them (PRV-09.5)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.mark.spec("PRV-09.5")
 def test_killing_the_service_mid_empty_leaves_all_or_none(tmp_path):
-    report = run_empty_crash_check(tmp_path, documents=20_000)
+    report = run_empty_crash_check(tmp_path, documents=5_000)
 
     assert report.answered_before_kill[0] is False  # the first kill landed before the answer
     assert report.answered_before_kill[1] is True  # the second after the event was recorded
