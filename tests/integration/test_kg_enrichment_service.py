@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,15 +52,26 @@ def scripted() -> Iterator[ScriptedServer]:
         yield server
 
 
+@contextmanager
+def running_service(data_dir: Path) -> Iterator[TestClient]:
+    settings = Settings(UPSTREAM_DATA_DIR=data_dir, UPSTREAM_SEED_PROFILE="none")  # type: ignore[call-arg]
+    container = bootstrap(settings, "serve", embedder=HashingEmbedder())
+    with TestClient(create_app(container=container)) as client:
+        client.container = container  # type: ignore[attr-defined]
+        yield client
+
+
 @pytest.fixture
-def service(tmp_path, monkeypatch, scripted) -> Iterator[TestClient]:
+def environment(monkeypatch, scripted) -> None:
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", scripted.url)
     for name in ("LLM_BASE_DELAY", "LLM_RATE_LIMIT_COOLDOWN", "LLM_UNAVAILABLE_COOLDOWN"):
         monkeypatch.setenv(name, "0")
     monkeypatch.setenv("KG_BREAKER_FAILURES", "10")
-    settings = Settings(UPSTREAM_DATA_DIR=tmp_path / "data", UPSTREAM_SEED_PROFILE="none")  # type: ignore[call-arg]
-    container = bootstrap(settings, "serve", embedder=HashingEmbedder())
-    with TestClient(create_app(container=container)) as client:
+
+
+@pytest.fixture
+def service(tmp_path, environment) -> Iterator[TestClient]:
+    with running_service(tmp_path / "data") as client:
         yield client
 
 
@@ -198,3 +211,36 @@ def test_malformed_json_429_and_503_leave_the_parser_graph_and_the_ingest_alone(
         assert {n["name"] for n in parser["nodes"]} == {"raw.orders"}
         (run,) = service.get("/api/v1/kg/runs", params={"project_id": project}).json()["runs"]
         assert run["status"] == "failed_open" and run["files"][0]["outcome"] == "failed_open"
+
+
+@pytest.mark.spec("LLM-11.2")
+def test_replay_and_restart_rebuild_the_same_graph_without_calling_a_model(
+    environment, scripted, tmp_path
+):
+    both = {
+        "proposals": [*PROPOSALS["proposals"], {**PROPOSALS["proposals"][0], "source_node": LOAD}]
+    }
+    scripted.on("kg-model", chat_ok(json.dumps(both), model="kg-model"))
+    with running_service(tmp_path / "data") as service:
+        configure_kg_model(service)
+        ingest(service, LOAD, LOAD_SQL)
+        runs_done(service, P)
+        first, second = service.get("/api/v1/kg/edges", params={"project_id": P}).json()["edges"]
+        for edge, decision in ((first, "accept"), (second, "reject")):
+            reply = service.post(f"/api/v1/kg/edges/{edge['edge_id']}/{decision}?wait=true")
+            assert reply.status_code == 200, reply.text
+        graph = service.container.graph  # type: ignore[attr-defined]
+        live = graph.dump()
+        assert [e.properties["status"] for e in live[1] if e.provenance == "llm"] == ["accepted"]
+        calls = scripted.calls("kg-model")
+
+        replayed = service.post("/api/v1/replay", json={})
+        assert replayed.status_code == 200, replayed.text
+        assert graph.dump() == live  # the same graph, LLM edges included
+        assert scripted.calls("kg-model") == calls  # and no model was called
+
+    with running_service(tmp_path / "data") as again:  # a restart on the same data dir
+        time.sleep(1.5)  # the policy's consumer resumes where it acknowledged: nothing to do
+        assert again.container.graph.dump() == live  # type: ignore[attr-defined]
+        assert again.get("/api/v1/kg/runs", params={"project_id": P}).json()["count"] == 1
+    assert scripted.calls("kg-model") == calls
