@@ -105,7 +105,10 @@ class Container:
         began = time.perf_counter()
         if self.settings.profile == "embedded" and self.role in ("serve", "offline"):
             self._step("lock data dir", self._lock_data_dir)
-        await self._astep("cross-encoder", lambda: start_reranker(self.reranker, self.role))
+        if self.reranker is None:
+            await start_reranker(None, self.role)  # says it is disabled and how to enable it
+        else:
+            await self._astep("cross-encoder", lambda: start_reranker(self.reranker, self.role))
         if self.role != "offline":
             await self._astep("bus", self._start_bus)
         await self._astep("embedder", lambda: asyncio.to_thread(self.embedder.warm_up))
