@@ -65,6 +65,9 @@ def bench_embeddings(
     ollama_url: Annotated[
         str | None, typer.Option("--ollama-url", help="Ollama for nomic-embed-text")
     ] = None,
+    threads: Annotated[
+        int, typer.Option("--threads", min=1, help="CPU threads per in-process model")
+    ] = 1,
     out: OutDir = Path("docs/benchmarks"),
     as_json: Annotated[bool, typer.Option("--json", help="Also print the results as JSON")] = False,
 ) -> None:
@@ -78,7 +81,7 @@ def bench_embeddings(
     if not names:
         typer.echo("error: --models names no model", err=True)
         raise typer.Exit(2)
-    bench = run_embedding_bench(questions, names, ollama_url=ollama_url)
+    bench = run_embedding_bench(questions, names, ollama_url=ollama_url, threads=threads)
     report = write_report(bench, out)
     if as_json:
         typer.echo(json.dumps([_model_json(m) for m in bench.models], indent=2))

@@ -73,22 +73,23 @@ class BenchModel(Protocol):
         """Bytes of the model's files (0 when the model lives in a server)."""
 
 
-def resolve_model(name: str, ollama_url: str | None = None) -> BenchModel:
-    """The model a `--models` entry names (an alias, `ollama:NAME`, `st:FOLDER`)."""
+def resolve_model(name: str, ollama_url: str | None = None, threads: int = 1) -> BenchModel:
+    """The model a `--models` entry names (an alias, `ollama:NAME`, `st:FOLDER`); in-process
+    models compute with `threads` CPU threads."""
     canonical = ALIASES.get(name.lower(), name)
     if canonical == MINILM:
-        return SentenceTransformerModel(MINILM, _minilm_path)
+        return SentenceTransformerModel(MINILM, _minilm_path, threads)
     if canonical == MINILM_INT8:
-        return OnnxMiniLM()
+        return OnnxMiniLM(threads)
     if canonical == MPNET:
-        return SentenceTransformerModel(MPNET, mpnet_path)
+        return SentenceTransformerModel(MPNET, mpnet_path, threads)
     if canonical == NOMIC:
         return OllamaModel(NOMIC, ollama_url)
     if name.startswith("ollama:"):
         return OllamaModel(name.removeprefix("ollama:"), ollama_url)
     if name.startswith("st:"):
         folder = Path(name.removeprefix("st:"))
-        return SentenceTransformerModel(folder.name, lambda: folder)
+        return SentenceTransformerModel(folder.name, lambda: folder, threads)
     return UnknownModel(name)
 
 
@@ -109,9 +110,10 @@ class SentenceTransformerModel:
 
     backend = "sentence-transformers (torch, fp32)"
 
-    def __init__(self, name: str, locate: Any) -> None:
+    def __init__(self, name: str, locate: Any, threads: int = 1) -> None:
         self.name = name
         self._locate = locate
+        self.threads = threads
         self._embedder: Any = None
 
     def _folder(self) -> Path:
@@ -125,7 +127,9 @@ class SentenceTransformerModel:
 
     def import_runtime(self) -> None:
         import sentence_transformers  # noqa: F401
-        import torch  # noqa: F401
+        import torch
+
+        torch.set_num_threads(self.threads)
 
     def load(self) -> None:
         from adapters.embeddings import SentenceTransformerEmbedder
@@ -156,7 +160,8 @@ class OnnxMiniLM:
     backend = "onnxruntime (int8)"
     max_tokens = 256
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
         self._session: Any = None
         self._tokenizer: Any = None
 
@@ -191,7 +196,9 @@ class OnnxMiniLM:
         tokenizer.enable_truncation(self.max_tokens)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, min(os.cpu_count() or 1, 4))
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.enable_cpu_mem_arena = False  # an arena keeps the largest batch's buffers
         self._session = ort.InferenceSession(
             str(self._model_file()), options, providers=["CPUExecutionProvider"]
         )
@@ -331,6 +338,7 @@ class OllamaModel:
     it (raw texts, no task prefixes)."""
 
     backend = "Ollama /api/embed"
+    in_process = False  # the model runs in the Ollama server: its CPU and memory are not ours
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
         self.name = model

@@ -112,8 +112,8 @@ class WordsModel:
 def _with_models(monkeypatch: pytest.MonkeyPatch, models: dict[str, object]) -> None:
     real = embedding_models.resolve_model
 
-    def resolve(name: str, ollama_url: str | None = None):
-        return models[name] if name in models else real(name, ollama_url)
+    def resolve(name: str, ollama_url: str | None = None, threads: int = 1):
+        return models[name] if name in models else real(name, ollama_url, threads)
 
     monkeypatch.setattr("bench.embeddings.resolve_model", resolve)
 
@@ -234,7 +234,7 @@ def test_ctrl_c_keeps_the_finished_models_and_marks_the_report_partial(
 @pytest.mark.spec("LLM-36.4")
 def test_an_unreachable_ollama_is_a_skip_with_the_reason() -> None:
     model = OllamaModel("nomic-embed-text", f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(ModelUnavailable, match="Ollama not reachable at http://127.0.0.1"):
+    with pytest.raises(ModelUnavailable, match=r"Ollama not reachable at http://127\.0\.0\.1"):
         model.check()
 
 
