@@ -11,6 +11,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
+from domain.errors import UpstreamError
 from domain.ports import VectorHit, VectorPoint
 
 log = logging.getLogger(__name__)
@@ -19,8 +20,15 @@ _CHECKPOINTS = "upstream_checkpoints"
 _CHECKPOINT_NS = uuid.UUID("0b8e2f4a-1c3d-4e5f-8a9b-c0d1e2f3a4b5")
 
 
-class EmbeddingModelMismatch(RuntimeError):
+class EmbeddingModelMismatch(UpstreamError, RuntimeError):
     """A collection was built with another embedding model or dimension."""
+
+    code = "embedding_model_mismatch"
+    hint = (
+        "The embedding model changed (EMBEDDING_SOURCE or the `embedding` model "
+        "configuration): rebuild the vectors with `upstream replay vectors`, or go back to "
+        "the model the collection was built with."
+    )
 
 
 class QdrantVectorIndex:
@@ -127,9 +135,13 @@ class QdrantVectorIndex:
             self.client.delete(self.collection, points_selector=selector, wait=True)
 
     def search(
-        self, vector: Sequence[float], limit: int, filters: dict[str, str] | None = None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        filters: dict[str, str] | None = None,
+        access_tags: Sequence[str] | None = None,
     ) -> list[VectorHit]:
-        query_filter = _filter(filters)
+        query_filter = _with_access(_filter(filters), access_tags)
         with self._lock:
             if not self.client.collection_exists(self.collection):
                 return []
@@ -238,6 +250,21 @@ class QdrantVectorIndex:
 
 def _checkpoint_id(name: str) -> str:
     return str(uuid.uuid5(_CHECKPOINT_NS, name))
+
+
+def _with_access(
+    query_filter: models.Filter | None, access_tags: Sequence[str] | None
+) -> models.Filter | None:
+    """Add "untagged, or sharing one of the caller's tags" to the filter (Qdrant evaluates it)."""
+    if access_tags is None:
+        return query_filter
+    visible: list[Any] = [models.IsEmptyCondition(is_empty=models.PayloadField(key="tags"))]
+    if access_tags:
+        visible.append(
+            models.FieldCondition(key="tags", match=models.MatchAny(any=list(access_tags)))
+        )
+    must: list[Any] = list(query_filter.must or []) if query_filter is not None else []
+    return models.Filter(must=[*must, models.Filter(should=visible)])
 
 
 def _filter(filters: dict[str, str] | None) -> models.Filter | None:

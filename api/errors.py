@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from adapters.qdrant_index import EmbeddingModelMismatch
 from commands.sources.git import GitCloneFailed
 from domain import errors
+from domain.answering.errors import MissingTemplateVariable
 from domain.collections import CollectionNotFound
 from domain.kg.aggregates import ProposedEdgeNotFound
 from domain.llm import AllModelsFailed
@@ -24,6 +25,7 @@ from queries.lineage import AmbiguousEntity, EntityNotFound
 log = logging.getLogger(__name__)
 
 _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
+    (MissingTemplateVariable, 500),
     (errors.ContentTooLarge, 413),
     (errors.BinaryContent, 415),
     (errors.InvalidCommand, 400),
@@ -37,12 +39,12 @@ _STATUS: list[tuple[type[errors.UpstreamError], int]] = [
     (TagOwnerNotFound, 404),
     (UnknownTag, 404),
     (AmbiguousEntity, 409),
-    (RerankScoringFailed, 500),
-    (UnknownRagProvider, 404),
-    (ProviderRequestFailed, 502),
     (ProposedEdgeNotFound, 404),
     (EdgeHistoryNotFound, 404),
     (EnrichmentRunNotFound, 404),
+    (RerankScoringFailed, 500),
+    (UnknownRagProvider, 404),
+    (ProviderRequestFailed, 502),
 ]
 
 
@@ -55,6 +57,23 @@ def status_for(error: errors.UpstreamError) -> int:
 
 def error_body(code: str, message: str, hint: str) -> dict[str, str]:
     return {"error": code, "message": message, "hint": hint}
+
+
+def error_payload(error: Exception) -> tuple[int, dict[str, object]]:
+    """Status and JSON body for any error (also used where no handler runs: an open stream)."""
+    if isinstance(error, AllModelsFailed):
+        return 503, error.body()
+    if isinstance(error, ModelSelectionUnavailable):
+        return 503, dict(error.body())
+    if isinstance(error, errors.UpstreamError):
+        return status_for(error), dict(error_body(error.code, error.message, error.detail_hint))
+    return 500, dict(
+        error_body(
+            "internal_error",
+            f"internal error: {type(error).__name__}",
+            "Nothing you sent was lost; check the server log and retry.",
+        )
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -76,7 +95,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(EmbeddingModelMismatch)
     async def _model_mismatch(_: Request, error: EmbeddingModelMismatch) -> JSONResponse:
-        body = error_body("embedding_model_mismatch", str(error), "Rebuild the read model.")
+        body = error_body(error.code, error.message, error.detail_hint)
         return JSONResponse(body, status_code=409)
 
     @app.exception_handler(AllModelsFailed)
