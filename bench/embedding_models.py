@@ -205,20 +205,25 @@ class OnnxMiniLM:
         self._tokenizer = tokenizer
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        """Batches of similar length (as sentence-transformers does: less padding), in the
+        order given."""
         import numpy as np
 
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), batch_size):
-            encodings = self._tokenizer.encode_batch(list(texts[start : start + batch_size]))
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        names = {i.name for i in self._session.get_inputs()}
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            encodings = self._tokenizer.encode_batch([texts[i] for i in batch])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            names = {i.name for i in self._session.get_inputs()}
             hidden = self._session.run(None, {k: v for k, v in feed.items() if k in names})[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            vectors.extend((pooled / np.clip(norms, 1e-12, None)).tolist())
+            for index, vector in zip(batch, pooled / np.clip(norms, 1e-12, None), strict=True):
+                vectors[index] = vector.tolist()
         return vectors
 
     @property
