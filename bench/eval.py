@@ -163,9 +163,12 @@ def score_retrieval(
     )
 
 
-async def check_answer(chat: Any, question: Question, pipeline: str) -> AnswerCheck:
-    """Ask the deep chat endpoint's service through `pipeline`; look for the expected entities
-    in the evidence it cites (URNs and notes) and in the answer text."""
+async def check_answer(
+    chat: Any, question: Question, pipeline: str, k: int | None = None
+) -> AnswerCheck:
+    """Ask the deep chat endpoint's service through `pipeline` (retrieving `k` chunks, as the
+    retrieval comparison does); look for the expected entities in the evidence it cites (URNs
+    and notes) and in the answer text."""
     from domain.answering.intents import Intent
     from queries.chat import ChatQuery
 
@@ -178,6 +181,7 @@ async def check_answer(chat: Any, question: Question, pipeline: str) -> AnswerCh
                 project_id=question.project,
                 skip_memory=True,
                 pipeline=pipeline,
+                top_k=k,
             )
         )
     except Exception as error:  # one failed answer is a result, not the end of the run
@@ -236,7 +240,7 @@ async def evaluate(
                 latency = (time.perf_counter() - began) * 1000
                 outcome = score_retrieval(question, retrieval, k, latency)
                 if chat is not None:
-                    outcome.answer = await check_answer(chat, question, name)
+                    outcome.answer = await check_answer(chat, question, name, k)
                 runs[name].outcomes.append(outcome)
             bar.advance(1, question.id)
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -417,10 +421,39 @@ def summary_tables(run: EvalRun) -> str:
             parts.append(
                 f"| {p.name} | " + " | ".join(f"{ms.get(s, 0.0):.1f}" for s in stages) + " |"
             )
+    kinds = by_question_type(run)
+    if kinds:
+        parts += ["", "By kind of question:", "", kinds]
     if run.answered:
-        parts += ["", "Answers (`--answers`, the deep chat service):", ""]
+        parts += ["", f"Answers (`--answers`, the deep chat service, top_k={run.k}):", ""]
         parts.append(_table(run.pipelines, _answer_columns(), run.k))
     return "\n".join(parts)
+
+
+def by_question_type(run: EvalRun) -> str:
+    """MRR and evidence file recall per kind of question (upstream, downstream, definition)."""
+    kinds = sorted({q.type for q in run.questions.questions})
+    if not run.done() or not kinds:
+        return ""
+    type_of = {q.id: q.type for q in run.questions.questions}
+    header = (
+        "| question type | questions | "
+        + " | ".join(f"{p.name} MRR / evidence" for p in run.pipelines)
+        + " |"
+    )
+    lines = [header, "|---|---:|" + "---:|" * len(run.pipelines)]
+    for kind in kinds:
+        cells = []
+        count = 0
+        for p in run.pipelines:
+            chosen = [o for o in p.outcomes if type_of.get(o.id) == kind]
+            count = len(chosen)
+            cells.append(
+                f"{mean(o.reciprocal_rank for o in chosen):.3f} / "
+                f"{mean(o.evidence_file_recall for o in chosen):.3f}"
+            )
+        lines.append(f"| {kind} | {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def differences(run: EvalRun) -> str:

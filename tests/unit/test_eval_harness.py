@@ -150,6 +150,7 @@ def test_two_pipelines_run_the_same_questions_and_are_compared_side_by_side(ques
     assert "| pipeline | Precision@5 | Recall@5 | MRR | evidence file recall |" in table
     assert "| hybrid |" in table and "| vector |" in table
     assert "| embedding | retrieval |" in table
+    assert "| question type | questions |" in table  # upstream / downstream side by side
     diff = differences(run)
     assert "| q2 |" in diff and diff.splitlines()[2].endswith("| hybrid |")
     assert "| q1 |" not in diff  # same on both: not a difference
@@ -212,7 +213,7 @@ def test_answers_are_checked_for_the_expected_entities_in_their_evidence(questio
     chat = ChatStandIn()
     run = asyncio.run(evaluate(_pipelines(), ["vector", "hybrid"], questions, chat=chat))
     assert [q.pipeline for q in chat.queries] == ["vector", "hybrid", "vector", "hybrid"]
-    assert all(q.skip_memory and q.project_id == "p" for q in chat.queries)
+    assert all(q.skip_memory and q.project_id == "p" and q.top_k == 5 for q in chat.queries)
     first = run.pipelines[0].outcomes[0].answer
     assert first is not None
     assert first.evidence_entity_recall == 1.0  # b_model is in the cited evidence
