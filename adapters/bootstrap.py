@@ -16,12 +16,12 @@ from prometheus_client import CollectorRegistry
 from adapters.cache_wiring import build_caches
 from adapters.cross_encoder import build_reranker, start_reranker
 from adapters.duckdb_model_configs import DuckDBModelConfigs
-from adapters.embeddings import SentenceTransformerEmbedder
+from adapters.embedding_selection import ConfiguredEmbedder, build_embedder
 from adapters.kg_wiring import build_kg, start_kg_policy
 from adapters.llm.settings import LLMSettings, build_llm_providers
 from adapters.model_discovery import ModelDiscovery
 from adapters.qdrant_collections import QdrantCollections
-from adapters.qdrant_index import QdrantVectorIndex
+from adapters.qdrant_index import EmbeddingModelMismatch, QdrantVectorIndex
 from adapters.settings import Settings
 from commands.application import UpstreamApplication
 from domain.errors import NotCaughtUp, UnknownProjection, UpstreamError
@@ -35,6 +35,7 @@ from projections.vectors import VectorsProjection
 from queries.free_tier import FreeTierPolicy, seed_cloud_model_ids
 from queries.gateway import Gateway, GatewayConfig
 from queries.lineage import LineageService
+from queries.model_override import ModelValidator
 from queries.ollama_health import OllamaHealthConfig, OllamaHealthMonitor
 from queries.search import SearchService
 from queries.tag_owners import TagOwners
@@ -83,8 +84,11 @@ class Container:
     rag_providers: Any = None  # adapters.rag.connections.RagConnections
     ollama_health: Any = None
     free_tier: Any = None
+    embedding_config: Any = None  # the ConfiguredEmbedder when EMBEDDING_SOURCE=config
+    model_validator: Any = None  # queries.model_override.ModelValidator
     answer_cache: Any = None  # queries.answer_cache.AnswerCache
     caches: Any = None  # adapters.cache_wiring.Caches
+    chat: Any = None
     tag_owners: Any = None  # queries.tag_owners.TagOwners
     kg: Any = None  # queries.kg.KGService (LLM-proposed edges, history, runs)
     runners: dict[str, Any] = field(default_factory=dict)
@@ -111,8 +115,10 @@ class Container:
             await self._astep("cross-encoder", lambda: start_reranker(self.reranker, self.role))
         if self.role != "offline":
             await self._astep("bus", self._start_bus)
-        await self._astep("embedder", lambda: asyncio.to_thread(self.embedder.warm_up))
+        await self._astep("embedder", self._warm_up_embedder)
         await self._astep("vector store", lambda: asyncio.to_thread(self._ensure_read_models))
+        if self.role == "api":
+            await self._astep("model configurations", self._follow_model_configs)
         if self.role in ("serve", "worker"):
             await self._astep("catch up read models", self._catch_up_all)
             await self._astep("command handlers, relay, projections", self._start_write_side)
@@ -157,10 +163,10 @@ class Container:
             await self.gateway.aclose()
         if self.collections is not None:
             self.collections.close()
-        if self.rag_providers is not None:
-            await self.rag_providers.aclose()
         if self.kg is not None:
             self.kg.store.close()
+        if self.rag_providers is not None:
+            await self.rag_providers.aclose()
         if self.caches is not None:
             await self.caches.stop()
         self.app.close()
@@ -270,11 +276,52 @@ class Container:
         self.reindex.start()
         log.info("index maintenance scheduled: %s", self.settings.reindex_schedule)
 
+    async def _warm_up_embedder(self) -> None:
+        """EMBEDDING_SOURCE=config: the model comes from the `embedding` configuration, so a
+        fresh store is seeded and the model_configs read model caught up before it resolves."""
+        selection = self.embedding_config
+        if selection is not None and not selection.resolved:
+            if self.role in ("serve", "worker"):
+                await self._seed_model_configs()
+            await asyncio.to_thread(self._resolve_embedding_model, selection)
+        await asyncio.to_thread(self.embedder.warm_up)
+
+    def _resolve_embedding_model(self, selection: ConfiguredEmbedder) -> None:
+        projection = self.projections["model_configs"]
+        getattr(projection, "start")()  # noqa: B009 - DuckDB tables before the catch-up
+        catch_up(projection, self.app, self.settings.projection_batch_size)
+        selection.resolve_from(self.model_configs.get_fallback_chain)
+
+    async def _follow_model_configs(self) -> None:
+        """The api keeps its own DuckDB model_configs (one writer per file): it catches up from
+        the event store, then follows the configuration events on a consumer of its own."""
+        from bus.process_projection_runner import MODEL_CONFIG_SUBJECTS, ProcessProjectionRunner
+
+        projection = self.projections["model_configs"]
+        batch = self.settings.projection_batch_size
+        runner = ProcessProjectionRunner(
+            self._nc.jetstream(),
+            projection,
+            self._lock_of(projection.name),
+            subjects=MODEL_CONFIG_SUBJECTS,
+            batch_size=batch,
+        )
+        applied = await runner.follow(lambda: catch_up(projection, self.app, batch))
+        self.runners[projection.name] = runner
+        log.info("model_configs: %d events caught up, following %s", applied, runner.durable)
+
     def _ensure_read_models(self) -> None:
         for projection in self.projections.values():
             start = getattr(projection, "start", None)
-            if start is not None:
+            if start is None:
+                continue
+            try:
                 start()
+            except EmbeddingModelMismatch as error:
+                if self.role != "offline":
+                    raise
+                # `upstream replay vectors` (offline) drops the collection and rebuilds it.
+                log.warning("%s (%s)", error.message, error.detail_hint)
 
     async def _catch_up_all(self) -> None:
         for projection in self.projections.values():
@@ -384,7 +431,9 @@ def build_collections(settings: Settings) -> QdrantCollections:
     return QdrantCollections(path=settings.data_dir / "qdrant_collections")
 
 
-def build_ollama_health(llm: LLMSettings, providers: Any, model_configs: Any) -> Any:
+def build_ollama_health(
+    llm: LLMSettings, providers: Any, model_configs: Any, fallback: Any = None
+) -> Any:
     from domain.llm import ChainEntry
     from domain.model_config import UsageType
 
@@ -404,7 +453,8 @@ def build_ollama_health(llm: LLMSettings, providers: Any, model_configs: Any) ->
         max_context_window=llm.ollama_context_window,
         min_context_window=llm.ollama_min_context_window,
         kv_mb_per_token=llm.ollama_kv_mb_per_token,
-        fallback_provider=llm.inference_fallback_provider,
+        fallback_provider=fallback.provider if fallback is not None else None,
+        fallback_model=fallback.model_id if fallback is not None else None,
     )
     return OllamaHealthMonitor(
         providers["ollama"],
@@ -413,6 +463,65 @@ def build_ollama_health(llm: LLMSettings, providers: Any, model_configs: Any) ->
         time.time,
         chains=chains,
     )
+
+
+def build_chat(
+    settings: Settings,
+    embedder: Embedder,
+    index: VectorIndex,
+    graph: Any,
+    model_configs: Any,
+    gateway: Gateway,
+    free_tier: FreeTierPolicy,
+    registry: CollectorRegistry,
+    answer_cache: Any = None,
+    owner_of: Any = None,
+    config_version: Any = None,
+    local_window: Any = None,
+    model_validator: Any = None,
+    reranker: Any = None,
+) -> Any:
+    from queries.chat import ChainCache, ChatConfig, ChatService
+    from queries.retrieval import edge_checker, make_pipelines
+
+    pipelines = make_pipelines(
+        embedder,
+        index,
+        graph,
+        min_score=settings.rag_min_similarity_score,
+        max_per_doc=settings.rag_max_chunks_per_doc,
+        overlap_threshold=settings.rag_chunk_overlap_threshold,
+        reranker=reranker,
+    )
+    config = ChatConfig(
+        confidence_threshold=settings.rag_confidence_threshold,
+        admin_email=settings.rag_admin_email,
+        default_pipeline=settings.rag_pipeline,
+        deep_context_tokens=settings.rag_deep_context_tokens,
+        llm_confidence=settings.rag_llm_confidence,
+        response_tokens=settings.rag_max_response_tokens,
+        temperatures=dict(CHAT_TEMPERATURES),
+    )
+    version = config_version or (lambda: int(model_configs.checkpoint("model_configs")))
+    chains = ChainCache(model_configs, version)
+    return ChatService(
+        pipelines=pipelines,
+        gateway=gateway,
+        chains=chains.chain,
+        model_validator=model_validator,
+        free_tier=free_tier,
+        edge_exists=edge_checker(graph),
+        owner_of=owner_of or (lambda _tenant, _tag: None),
+        config=config,
+        registry=registry,
+        answer_cache=answer_cache,
+        chain_version=lambda: str(version()),
+        local_window=local_window,
+    )
+
+
+# The spec's per-endpoint temperatures (used when a configuration's parameters set none).
+CHAT_TEMPERATURES = {"deep": 0.6, "graph": 0.1, "semantic": 0.2, "text": 0.3, "title": 0.2}
 
 
 def bootstrap(
@@ -426,9 +535,9 @@ def bootstrap(
 ) -> Container:
     """Build (without connecting) every part the role needs; tests pass their own pieces."""
     settings = settings or Settings()
-    embedder = embedder or SentenceTransformerEmbedder(
-        settings.embedding_model_path, batch_size=settings.embedding_batch_size
-    )
+    llm = LLMSettings()
+    embedder = embedder or build_embedder(settings, llm)  # EMBEDDING_SOURCE (default local)
+    embedding_config = embedder if isinstance(embedder, ConfiguredEmbedder) else None
     index = index or build_vector_index(settings)
     app = app or UpstreamApplication(
         env=settings.event_store_env(),
@@ -445,14 +554,17 @@ def bootstrap(
     model_configs = DuckDBModelConfigs(settings.data_dir / f"model_configs.{role}.duckdb")
     configs_projection = ModelConfigsProjection(model_configs)
     registry = CollectorRegistry()  # one per process: /metrics and the gateway's counters
-    llm = LLMSettings()
     providers = build_llm_providers(llm)
-    ollama_health = build_ollama_health(llm, providers, model_configs)
+    gateway_config = GatewayConfig(**llm.gateway_options())
+    ollama_health = build_ollama_health(
+        llm, providers, model_configs, gateway_config.inference_fallback
+    )
     gateway = Gateway(
         providers,
-        config=GatewayConfig(**llm.gateway_options()),
+        config=gateway_config,
         registry=registry,
         provider_health=ollama_health.provider_health,
+        model_resolver=ollama_health.model_for,
     )
     discovery = ModelDiscovery()
     free_tier = FreeTierPolicy(
@@ -463,11 +575,33 @@ def bootstrap(
     )
     collections = build_collections(settings)
     collections_projection = CollectionsProjection(collections)
-    reranker = build_reranker(settings) if role in ("serve", "api") else None
     kg = build_kg(settings, role, model_configs)
+    reranker = build_reranker(settings) if role in ("serve", "api") else None
     tag_owners_projection = TagOwnersProjection(source=app)  # in memory, filled at each start
     refresh = tag_owners_projection.follow if role == "api" else None  # api runs no projection
     tag_owners = TagOwners(tag_owners_projection.book, refresh)
+    model_validator = ModelValidator(
+        lambda: model_configs.list_configs(enabled=True),
+        providers["ollama"],
+        cloud_providers=set(providers) & {"openrouter", "groq"},
+        ollama_base_url=llm.ollama_base_url,
+    )
+    chat = build_chat(
+        settings,
+        embedder,
+        index,
+        graph,
+        model_configs,
+        gateway,
+        free_tier,
+        registry,
+        answer_cache=caches.answers,
+        owner_of=tag_owners.owner_of,
+        config_version=configs_projection.position,
+        local_window=ollama_health.context_window,
+        model_validator=model_validator,
+        reranker=reranker,
+    )
     return Container(
         settings=settings,
         role=role,
@@ -479,9 +613,9 @@ def bootstrap(
             graph_projection.name: graph_projection,
             configs_projection.name: configs_projection,
             collections_projection.name: collections_projection,
-            **caches.projections(),
             tag_owners_projection.name: tag_owners_projection,
             kg.projection.name: kg.projection,
+            **caches.projections(),
         },
         search=SearchService(embedder, index, reranker=reranker),
         graph=graph,
@@ -494,8 +628,11 @@ def bootstrap(
         reranker=reranker,
         ollama_health=ollama_health,
         free_tier=free_tier,
+        embedding_config=embedding_config,
+        model_validator=model_validator,
         answer_cache=caches.answers,
         caches=caches,
+        chat=chat,
         tag_owners=tag_owners,
         kg=kg.service,
     )

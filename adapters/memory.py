@@ -79,13 +79,18 @@ class InMemoryVectorIndex:
             del self.points[pid]
 
     def search(
-        self, vector: Sequence[float], limit: int, filters: dict[str, str] | None = None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        filters: dict[str, str] | None = None,
+        access_tags: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         wanted = filters or {}
         hits = [
             VectorHit(p.id, _cosine(vector, p.vector), p.payload)
             for p in self.points.values()
             if all(p.payload.get(k) == v for k, v in wanted.items())
+            and _visible(p.payload.get("tags"), access_tags)
         ]
         return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
 
@@ -126,3 +131,9 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     na = math.sqrt(sum(x * x for x in a)) or 1.0
     nb = math.sqrt(sum(y * y for y in b)) or 1.0
     return dot / (na * nb)
+
+
+def _visible(tags: Any, access_tags: Sequence[str] | None) -> bool:
+    if access_tags is None or not tags:
+        return True
+    return bool(set(tags) & set(access_tags))

@@ -73,6 +73,16 @@ class Settings(BaseSettings):
     use_cache_warming: bool = Field(default=False, alias="USE_CACHE_WARMING")
     cache_warming_entities: int = Field(default=1000, alias="CACHE_WARMING_ENTITIES", gt=0)
 
+    rag_pipeline: str = Field(default="hybrid", alias="RAG_PIPELINE")
+    rag_confidence_threshold: int = Field(default=60, alias="RAG_CONFIDENCE_THRESHOLD", ge=0)
+    rag_admin_email: str = Field(default="admin@localhost", alias="RAG_ADMIN_EMAIL")
+    rag_min_similarity_score: float = Field(default=0.3, alias="RAG_MIN_SIMILARITY_SCORE")
+    rag_max_chunks_per_doc: int = Field(default=3, alias="RAG_MAX_CHUNKS_PER_DOC", gt=0)
+    rag_chunk_overlap_threshold: float = Field(default=0.9, alias="RAG_CHUNK_OVERLAP_THRESHOLD")
+    rag_llm_confidence: bool = Field(default=True, alias="RAG_LLM_CONFIDENCE")
+    rag_deep_context_tokens: int = Field(default=8000, alias="RAG_DEEP_CONTEXT_TOKENS", gt=0)
+    rag_max_response_tokens: int = Field(default=1024, alias="RAG_MAX_RESPONSE_TOKENS", gt=0)
+
     embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
     embedding_max_tokens: int = Field(default=256, alias="EMBEDDING_MAX_TOKENS", gt=16)
     embedding_batch_size: int = Field(default=64, alias="EMBEDDING_BATCH_SIZE", gt=0)

@@ -11,7 +11,8 @@ from adapters.bootstrap import Container, Role, bootstrap
 from adapters.settings import Settings
 from api.errors import install_error_handlers
 from api.routes import cache as cache_routes
-from api.routes import collections, health, ingest, lineage, models, search, sources
+from api.routes import chat, collections, health, ingest, lineage, models, search, sources
+from api.routes import config as config_routes
 from api.routes import kg as kg_routes
 from api.routes import ollama_health as ollama_health_routes
 from api.routes import providers as provider_routes
@@ -50,10 +51,12 @@ def create_app(
     app.include_router(lineage.router)
     app.include_router(models.router)
     app.include_router(ollama_health_routes.router)
+    app.include_router(config_routes.router)
     app.include_router(collections.router)
     app.include_router(rerank_routes.router)
     app.include_router(provider_routes.router)
     app.include_router(cache_routes.router)
+    app.include_router(chat.router)
     app.include_router(tag_routes.router)
     app.include_router(kg_routes.router)
     return app

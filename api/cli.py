@@ -376,6 +376,90 @@ def search(
         )
 
 
+INTENTS = ("deep", "graph", "semantic", "text", "title")
+
+
+@cli.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question about your data and code")],
+    intent: Annotated[
+        str, typer.Option("--intent", "-i", help="deep | graph | semantic | text | title")
+    ] = "deep",
+    project: Annotated[str | None, typer.Option("--project", "-p")] = None,
+    tenant: Tenant = "default",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Your access tag")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="A configured model")] = None,
+    stream: Annotated[bool, typer.Option("--stream", help="Print the answer as it comes")] = False,
+    api_url: ApiUrl = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Ask a question; prints the answer and the evidence it rests on."""
+    if intent not in INTENTS:
+        _fail(f"unknown intent {intent!r}; use one of {', '.join(INTENTS)}", 2)
+    body = {
+        "query": question,
+        "project_id": project,
+        "tenant_id": tenant,
+        "user_tags": tag or [],
+        "top_k": top_k,
+        "model": model,
+    }
+    if stream:
+        reply = _ask_streaming(_client(api_url), f"/api/chat/{intent}/stream", body, as_json)
+    else:
+        _, reply = _call(_client(api_url).post, f"/api/chat/{intent}", body)
+    if as_json:
+        typer.echo(json.dumps(reply, indent=2, ensure_ascii=False))
+        return
+    typer.echo(render_answer(reply, printed_answer=stream))
+
+
+def _ask_streaming(client: Any, path: str, body: dict[str, Any], quiet: bool) -> Any:
+    final: dict[str, Any] | None = None
+
+    def consume() -> None:
+        nonlocal final
+        for event, data in client.stream_events(path, body):
+            if event == "token" and not quiet:
+                typer.echo(data["text"], nl=False)
+            elif event == "final":
+                final = data
+            elif event == "error":
+                _fail(f"{data.get('message') or data.get('error')} (HTTP {data.get('status')})")
+
+    _call(consume)
+    if not quiet:
+        typer.echo("")
+    if final is None:
+        _fail("the stream ended without an answer")
+    return final
+
+
+def render_answer(reply: dict[str, Any], printed_answer: bool = False) -> str:
+    """The answer, then its evidence and warnings, for a person at a terminal."""
+    meta = reply.get("metadata", {})
+    lines = [] if printed_answer else [reply["answer"], ""]
+    confidence = meta.get("confidence", {}).get("overall")
+    lines.append(
+        f"[{meta.get('action', '?')}] confidence {confidence} · model {reply.get('model')}"
+        + (f" · cache {meta['cache']}" if meta.get("cache") else "")
+    )
+    if reply.get("evidence"):
+        lines.append("evidence:")
+        lines += [f"  - {e['type']:<5} {e['id']}" for e in reply["evidence"]]
+    if reply.get("warnings"):
+        lines.append("warnings:")
+        lines += [f"  ! {w}" for w in reply["warnings"]]
+    if reply.get("next_actions"):
+        lines.append("next:")
+        lines += [f"  > {a}" for a in reply["next_actions"]]
+    route = meta.get("route_to")
+    if route:
+        lines.append(f"routed to {route.get('owner_email')} ({route.get('reason')})")
+    return "\n".join(lines)
+
+
 # -- operations ----------------------------------------------------------------------------
 @cli.command()
 def replay(
@@ -680,6 +764,28 @@ def bench_lineage(
         _fail(str(error), 2)
     typer.echo(json.dumps(asdict(result), indent=2))
     typer.echo(f"report: {write_report(result, out)}")
+
+
+@bench_cli.command("chat")
+def bench_chat(
+    sizes: Annotated[str, typer.Option(help="Chunk counts, comma-separated")] = "10000,50000",
+    rounds: Annotated[int, typer.Option(help="Rounds of the 10 questions per endpoint")] = 3,
+    out: ReportDir = Path("docs/benchmarks"),
+) -> None:
+    """Latency of each chat endpoint by stage (extractive provider) at 10k and 50k chunks."""
+    from datetime import date
+
+    from bench.chat import render_report, run_chat_bench
+
+    configure_logging("WARNING")
+    wanted = tuple(int(s) for s in sizes.split(",") if s.strip())
+    result = run_chat_bench(wanted, rounds, progress=lambda line: typer.echo(line, err=True))
+    out.mkdir(parents=True, exist_ok=True)
+    day = date.today().isoformat()
+    report = out / f"chat_{day}.md"
+    report.write_text(render_report(result, day))
+    typer.echo(report.read_text())
+    typer.echo(f"report: {report}")
 
 
 @bench_cli.command("gateway")

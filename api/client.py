@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -46,6 +47,29 @@ class UpstreamClient:
 
     def get(self, path: str, **params: Any) -> tuple[int, dict[str, Any]]:
         return self.request("GET", path, params=params or None)
+
+    def stream_events(self, path: str, json: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        """POST and yield the server-sent events (`event`, decoded JSON `data`)."""
+        import json as jsonlib
+
+        try:
+            with self._http.stream("POST", path, json=json) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ApiError(response.status_code, response.json())
+                event, data = "message", []
+                for line in response.iter_lines():
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].lstrip())
+                    elif not line and data:
+                        yield event, jsonlib.loads("\n".join(data))
+                        event, data = "message", []
+        except httpx.TransportError as error:
+            raise ServiceUnavailable(
+                f"cannot reach upstream at {self.base_url} ({type(error).__name__})"
+            ) from error
 
     def reachable(self) -> bool:
         try:

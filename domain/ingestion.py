@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 from uuid import UUID, uuid5
@@ -233,5 +233,26 @@ def ingest(
         source=request.source,
     )
     if lineage is not None:
-        source_file.record_lineage_difference(lineage, request.dialect)
+        marked = with_access_tags(lineage, tags, request.path)
+        source_file.record_lineage_difference(marked, request.dialect)
     return source_file
+
+
+ACCESS_TAGS = "access_tags"
+
+
+def with_access_tags(lineage: FileLineage, tags: Sequence[str], path: str) -> FileLineage:
+    """Mark what a tagged file contributes to the graph with its access tags: its edges, and
+    the nodes it defines. Graph retrieval shows them only to callers holding one of the tags
+    (chunks carry the same tags in the vectors read model)."""
+    if not tags:
+        return lineage
+    marked = sorted(set(tags))
+    edges = tuple(
+        replace(e, properties={**e.properties, ACCESS_TAGS: marked}) for e in lineage.edges
+    )
+    nodes = tuple(
+        replace(n, properties={**n.properties, ACCESS_TAGS: marked}) if n.path == path else n
+        for n in lineage.nodes
+    )
+    return replace(lineage, nodes=nodes, edges=edges)

@@ -58,8 +58,17 @@ class VectorIndex(Protocol):
         """Delete the points whose payload `field_name` equals `value`, except `keep_ids`."""
 
     def search(
-        self, vector: Sequence[float], limit: int, filters: dict[str, str] | None = None
-    ) -> list[VectorHit]: ...
+        self,
+        vector: Sequence[float],
+        limit: int,
+        filters: dict[str, str] | None = None,
+        access_tags: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `limit` closest points whose payload equals every `filters` value.
+
+        `access_tags` (the caller's tags): a point is visible when it carries no `tags` or
+        shares one with them; None means no tag check (maintenance, never a caller's query).
+        """
 
     def find_where(self, field_name: str, value: str) -> list[VectorPoint]:
         """The points whose payload `field_name` equals `value`, with their vectors."""
@@ -113,6 +122,7 @@ class EventLog(Protocol):
     def read(self, after: int, limit: int) -> list[EventEnvelope]: ...
 
     def max_position(self) -> int: ...
+
 
 @dataclass(frozen=True, slots=True)
 class RerankDocument:

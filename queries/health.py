@@ -53,6 +53,21 @@ def build_health(sources: HealthSources) -> dict[str, Any]:
         "startup": [{"step": s.name, "seconds": s.seconds} for s in sources.startup],
         "components": components,
         **_cross_encoder(sources),
+        "rag": _rag(sources),
+    }
+
+
+def _rag(sources: Any) -> dict[str, Any]:
+    """The active retrieval pipeline (LLM-08: which implementation answers) and the others."""
+    chat = getattr(sources, "chat", None)
+    if chat is None:
+        return {"pipeline": None, "pipelines": []}
+    return {
+        "pipeline": chat.config.default_pipeline,
+        "pipelines": [
+            {"name": name, "description": p.description}
+            for name, p in sorted(chat.pipelines.items())
+        ],
     }
 
 
@@ -149,6 +164,7 @@ def _embedder(sources: HealthSources) -> dict[str, Any]:
         return {"status": OK, "model": embedder.model_name, "dimension": embedder.dimension}
     except Exception as error:
         return {"status": DOWN, "error": f"{type(error).__name__}: {error}"}
+
 
 def _cross_encoder(sources: Any) -> dict[str, Any]:
     """`cross_encoder` only when a model is loaded (its absence keeps the old format)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 from domain.ports import Embedder, RerankDocument, Reranker, VectorHit, VectorIndex
@@ -54,11 +55,12 @@ class SearchService:
         top_k: int = 10,
         path: str | None = None,
         chunk_type: str | None = None,
+        user_tags: Sequence[str] = (),
         rerank: bool = False,
     ) -> list[SearchHit]:
-        """`path` and `chunk_type` narrow the search to one file or one kind of chunk. `rerank`
-        reorders a larger candidate pool with the cross-encoder (vector order, logged, when
-        none is loaded)."""
+        """`path` and `chunk_type` narrow the search to one file or one kind of chunk; a tagged
+        chunk is found only by a caller holding one of its tags. `rerank` reorders a larger
+        candidate pool with the cross-encoder (vector order, logged, when none is loaded)."""
         vector = self.embedder.embed([query])[0]
         filters = {"tenant_id": tenant_id}
         optional = {"project_id": project_id, "path": path, "chunk_type": chunk_type}
@@ -67,7 +69,7 @@ class SearchService:
         if rerank and not reranking:
             log.warning("search asked to rerank but no cross-encoder is loaded: vector order")
         limit = min(max(top_k * RERANK_POOL, top_k), RERANK_MAX_CANDIDATES) if reranking else top_k
-        hits = self.index.search(vector, limit, filters)
+        hits = self.index.search(vector, limit, filters, access_tags=tuple(user_tags))
         found = self._hits(hits)
         return self._reranked(query, hits, found, top_k) if reranking else found
 

@@ -25,8 +25,14 @@ _STREAM_CHUNK = 64
 
 
 def _excerpt(text: str, limit: int = _NOTE_CHARS) -> str:
+    """The text on one line, cut at a word boundary (a cut name would read as another one)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ;,") + " …"
 
 
 def digest(question: str, evidence: Sequence[EvidenceItem]) -> dict[str, Any]:

@@ -17,6 +17,9 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1, max_length=4000)
     project_id: str | None = None
     tenant_id: str = "default"
+    user_tags: list[str] = Field(
+        default_factory=list, description="The caller's access tags: tagged chunks need one"
+    )
     top_k: int = Field(default=10, ge=1, le=100)
     path: str | None = Field(default=None, description="Only chunks of this file")
     chunk_type: str | None = Field(
@@ -62,6 +65,7 @@ async def search(body: SearchRequest, container: ContainerDep, request: Request)
             top_k=body.top_k,
             path=body.path,
             chunk_type=body.chunk_type,
+            user_tags=body.user_tags,
             rerank=body.rerank,
         )
     return SearchResponse(

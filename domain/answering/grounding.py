@@ -31,12 +31,15 @@ _OBJ_PREFIX = r"(?:(?:the|a|an|table|view|model|dataset|source|seed|dbt)\s+)*"
 _LIST = rf"{_NAME}(?:\s*(?:,\s*(?:and\s+)?|\s+and\s+){_OBJ_PREFIX}{_NAME})*"
 _ADV = r"(?:(?:directly|also|only|indirectly|still|mainly|primarily)\s+)?"
 
-_ARROW = re.compile(rf"({_NAME}){_KIND}\s*-\[:?([A-Z_]+)\]->\s*({_NAME})")
-_PATH = re.compile(rf"({_NAME}){_KIND}\s*->\s*([A-Z_]+)\s*->\s*({_NAME})")
+# A subject starts at a word boundary: without it every character of a word is tried as the
+# start of a name, and long answers cost milliseconds.
+_START = r"(?<![\w$.`\[:-])"
+_ARROW = re.compile(rf"{_START}({_NAME}){_KIND}\s*-\[:?([A-Z_]+)\]->\s*({_NAME})")
+_PATH = re.compile(rf"{_START}({_NAME}){_KIND}\s*->\s*([A-Z_]+)\s*->\s*({_NAME})")
 
 # (pattern, rel, reversed): reversed=True means the grammatical subject is the edge's target.
 _PHRASES: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), rel, flipped)
+    (re.compile(_START + pattern, re.IGNORECASE), rel, flipped)
     for pattern, rel, flipped in (
         (
             rf"({_NAME}){_KIND_NOUN}\s+{_ADV}(?:reads|read|selects|pulls|queries)\s+"

@@ -57,6 +57,25 @@ def test_search_filters_on_payload_fields(index):
     assert [h.payload["name"] for h in hits] == ["p2"]
 
 
+def test_access_tags_show_untagged_points_and_points_sharing_a_tag(index):
+    index.upsert(
+        [
+            _point(1, [1, 0, 0], tags=[]),
+            _point(2, [1, 0, 0], tags=["finance"]),
+            _point(3, [1, 0, 0], tags=["hr", "ops"]),
+            _point(4, [1, 0, 0]),
+        ]
+    )
+
+    def names(tags):
+        return sorted(h.payload["name"] for h in index.search([1, 0, 0], 10, None, tags))
+
+    assert names(None) == ["p1", "p2", "p3", "p4"]
+    assert names(()) == ["p1", "p4"]
+    assert names(["finance"]) == ["p1", "p2", "p4"]
+    assert names(["ops", "legal"]) == ["p1", "p3", "p4"]
+
+
 def test_upsert_with_the_same_id_replaces(index):
     index.upsert([_point(1, [1, 0, 0])])
     index.upsert([_point(1, [0, 1, 0], version=2)])

@@ -43,7 +43,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-@pytest.mark.spec("LLM-03.1")
+@pytest.mark.spec("LLM-03.1", "LLM-33.1")
 def test_make_run_serves_and_the_cli_ingests_200_files_and_finds_a_phrase(tmp_path):
     port = free_port()
     env = {**os.environ, "UPSTREAM_PORT": str(port), "UPSTREAM_DATA_DIR": str(tmp_path / "data")}
@@ -82,6 +82,28 @@ def test_make_run_serves_and_the_cli_ingests_200_files_and_finds_a_phrase(tmp_pa
                 check=True,
             )
             assert json.loads(found.stdout)["hits"][0]["path"] == needle.path
+
+        needle = needles[0]
+        asked = subprocess.run(
+            [UPSTREAM, "ask", needle.phrase, "--intent", "semantic", "-p", "demo", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        answer = json.loads(asked.stdout)
+        assert needle.path in " ".join(e["id"] for e in answer["evidence"])
+        assert answer["model"] == "extractive"  # the offline `local` seed profile answers
+        streamed = subprocess.run(
+            [UPSTREAM, "ask", needle.phrase, "--intent", "semantic", "-p", "demo", "--stream"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert "evidence:" in streamed.stdout and needle.path in streamed.stdout
 
         again = subprocess.run(
             [UPSTREAM, "ingest", str(tmp_path / "repo"), "--project", "demo", "--json"],
