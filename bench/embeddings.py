@@ -403,10 +403,18 @@ def recommend(bench: EmbeddingBench) -> Recommendation:
         )
     others = [m for m in ran if m is not pick and m is not best]
     for other in sorted(others, key=lambda m: -m.quality):
-        lines.append(
+        line = (
             f"{other.name}: quality {other.quality:.3f}, {other.cost_ms:.1f} ms per chunk, "
-            f"{other.size_mb:.0f} MB."
+            f"{other.query_ms:.1f} ms per query, {other.size_mb:.0f} MB"
         )
+        if other.quality >= best.quality - QUALITY_TOLERANCE and other.cost_ms > pick.cost_ms:
+            line += (
+                f": as good, but {_times(other.cost_ms, pick.cost_ms)} the embedding time per "
+                "chunk, and ingestion embeds every chunk while a question embeds one short text"
+            )
+        if other.query_ms > 0 and other.query_ms * 1.5 < pick.query_ms:
+            line += f"; it embeds a question {_times(pick.query_ms, other.query_ms)} faster"
+        lines.append(line + ".")
     slower_better = [m for m in ran if m.quality > pick.quality + QUALITY_TOLERANCE]
     for better in slower_better:
         lines.append(
