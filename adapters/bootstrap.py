@@ -480,6 +480,7 @@ def build_chat(
     local_window: Any = None,
     model_validator: Any = None,
     reranker: Any = None,
+    temperatures: dict[str, float] | None = None,
 ) -> Any:
     from queries.chat import ChainCache, ChatConfig, ChatService
     from queries.retrieval import edge_checker, make_pipelines
@@ -500,7 +501,7 @@ def build_chat(
         deep_context_tokens=settings.rag_deep_context_tokens,
         llm_confidence=settings.rag_llm_confidence,
         response_tokens=settings.rag_max_response_tokens,
-        temperatures=dict(CHAT_TEMPERATURES),
+        temperatures=dict(temperatures or {}),
     )
     version = config_version or (lambda: int(model_configs.checkpoint("model_configs")))
     chains = ChainCache(model_configs, version)
@@ -519,9 +520,6 @@ def build_chat(
         local_window=local_window,
     )
 
-
-# The spec's per-endpoint temperatures (used when a configuration's parameters set none).
-CHAT_TEMPERATURES = {"deep": 0.6, "graph": 0.1, "semantic": 0.2, "text": 0.3, "title": 0.2}
 
 
 def bootstrap(
@@ -601,6 +599,7 @@ def bootstrap(
         local_window=ollama_health.context_window,
         model_validator=model_validator,
         reranker=reranker,
+        temperatures=llm.temperatures(),
     )
     return Container(
         settings=settings,

@@ -424,7 +424,7 @@ class ChatService:
     async def _graph_first(self, request: RetrievalQuery, top_k: int) -> Retrieval:
         """Graph intent: the graph is authoritative; chunks only when it knows nothing."""
         hybrid = self.pipelines.get("hybrid") or next(iter(self.pipelines.values()))
-        graph_only = replace(request, top_k=0)
+        graph_only = replace(request, top_k=0, include_entities=False)
         retrieval = await hybrid.retrieve(graph_only)
         if retrieval.facts:
             return retrieval
@@ -569,6 +569,9 @@ class ChatService:
                 self.config.admin_email,
                 overall,
             )
+        server = getattr(result, "server_metadata", None)
+        if server is not None and result.fallback_count:
+            log.info("chat %s model usage %s", query.intent, server())  # primary error: here only
         model_warnings = [str(w) for w in data.get("warnings", [])]
         timings = dict(prepared.retrieval.timings_ms)
         timings["generation"] = round(generation_ms, 3)

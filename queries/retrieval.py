@@ -47,6 +47,7 @@ class RetrievalQuery:
     question: str | None = None
     min_score: float | None = None
     rerank: bool = False
+    include_entities: bool = True  # the named entities' own nodes as evidence, first
 
     @property
     def entity_text(self) -> str:
@@ -233,7 +234,7 @@ class GraphRetriever:
         entity_urns = {e.urn for e in entities}
         reached = dict.fromkeys(u for e in kept for u in (e.source, e.target))
         return GraphEvidence(
-            entities=entities,
+            entities=[_visible_node(e, visible) for e in entities],
             reached=[
                 _visible_node(known[u], visible)
                 for u in reached
@@ -321,15 +322,22 @@ def _tail(urn: str) -> str:
     return urn.rsplit(":", 1)[-1]
 
 
-def graph_sources(evidence: GraphEvidence) -> list[ContextSource]:
-    """One evidence item per node reached: its URN, where it is defined, how it is linked."""
+def graph_sources(evidence: GraphEvidence, include_entities: bool = False) -> list[ContextSource]:
+    """One evidence item per node: its URN, where it is defined, how it is linked. With
+    `include_entities` the nodes the question named come first (their own definition is
+    often the answer: "where is X computed", "what feeds X" starts at X's file)."""
     links: dict[str, list[str]] = {}
+    found_in: dict[str, str] = {}  # for nodes without a defining file: where an edge says so
     for fact in evidence.facts:
         line = f"{fact.source_name} -[{fact.rel}]-> {fact.target_name}"
         links.setdefault(fact.source_urn, []).append(line)
         links.setdefault(fact.target_urn, []).append(line)
+        found_in.setdefault(fact.source_urn, fact.file_path)
+    for fact in evidence.facts:
+        found_in.setdefault(fact.target_urn, fact.file_path)
     sources = []
-    for node in evidence.reached:
+    nodes = [*evidence.entities, *evidence.reached] if include_entities else evidence.reached
+    for node in nodes:
         where = f" defined in {node.path}" if node.path else ""
         edges = "; ".join(links.get(node.urn, [])[:5])
         text = f"{node.name} ({node.kind}){where}. {edges}".strip()
@@ -339,7 +347,7 @@ def graph_sources(evidence: GraphEvidence) -> list[ContextSource]:
                 urn=node.urn,
                 kind="graph",
                 document_id=document_id_for(node.urn),
-                document_name=node.path or node.name,
+                document_name=node.path or found_in.get(node.urn) or node.name,
                 chunk_index=0,
                 text=text,
                 score=1.0,
@@ -354,18 +362,6 @@ def graph_sources(evidence: GraphEvidence) -> list[ContextSource]:
 
 
 # --- pipelines -------------------------------------------------------------------------------
-
-
-class _Timer:
-    def __init__(self, timings: dict[str, float], name: str) -> None:
-        self.timings, self.name = timings, name
-
-    def __enter__(self) -> None:
-        self.began = time.perf_counter()
-
-    def __exit__(self, *_: object) -> None:
-        elapsed = (time.perf_counter() - self.began) * 1000
-        self.timings[self.name] = round(self.timings.get(self.name, 0.0) + elapsed, 3)
 
 
 class VectorPipeline:
@@ -428,7 +424,11 @@ class HybridPipeline:
         result.entities = [n.name for n in evidence.entities]
         result.entity_urns = [n.urn for n in evidence.entities]
         result.facts = evidence.facts
-        result.sources = graph_sources(evidence) + result.sources
+        # the named entities first, except when the question asks what they feed
+        entities_first = query.include_entities and lineage_direction(query.entity_text) != (
+            "downstream"
+        )
+        result.sources = graph_sources(evidence, entities_first) + result.sources
         return result
 
 
