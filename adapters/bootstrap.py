@@ -501,6 +501,8 @@ def build_chat(
         deep_context_tokens=settings.rag_deep_context_tokens,
         llm_confidence=settings.rag_llm_confidence,
         response_tokens=settings.rag_max_response_tokens,
+        context_tokens=settings.rag_max_context_tokens,
+        history_tokens=settings.rag_max_history_tokens,
         temperatures=dict(temperatures or {}),
     )
     version = config_version or (lambda: int(model_configs.checkpoint("model_configs")))

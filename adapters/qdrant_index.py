@@ -68,6 +68,12 @@ class QdrantVectorIndex:
         return self._client
 
     @property
+    def hnsw(self) -> models.HnswConfigDiff:
+        """The HNSW settings collections are created with (a server applies them; local mode
+        searches by brute force and ignores them)."""
+        return self._hnsw
+
+    @property
     def location(self) -> str:
         return str(self._path) if self._path is not None else str(self._url)
 

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     rag_llm_confidence: bool = Field(default=True, alias="RAG_LLM_CONFIDENCE")
     rag_deep_context_tokens: int = Field(default=8000, alias="RAG_DEEP_CONTEXT_TOKENS", gt=0)
     rag_max_response_tokens: int = Field(default=1024, alias="RAG_MAX_RESPONSE_TOKENS", gt=0)
+    rag_max_context_tokens: int = Field(default=3000, alias="RAG_MAX_CONTEXT_TOKENS", gt=0)
+    rag_max_history_tokens: int = Field(default=1000, alias="RAG_MAX_HISTORY_TOKENS", ge=0)
 
     embedding_model_path: Path | None = Field(default=None, alias="EMBEDDING_MODEL_PATH")
     embedding_max_tokens: int = Field(default=256, alias="EMBEDDING_MAX_TOKENS", gt=16)

@@ -93,6 +93,8 @@ class ChatConfig:
     deep_context_tokens: int = 8000
     llm_confidence: bool = True
     response_tokens: int = 1024
+    context_tokens: int = 3000  # retrieved context, all intents but deep (RAG_MAX_CONTEXT_TOKENS)
+    history_tokens: int = 1000  # chat history (RAG_MAX_HISTORY_TOKENS)
     temperatures: dict[str, float] = field(default_factory=dict)
 
 
@@ -313,7 +315,7 @@ class ChatService:
         primary = chain.entries[0].model_id if chain.entries else ""
         system = grounded_system_prompt(intent)
         history_pairs = [] if query.skip_memory else list(query.chat_history)
-        budget = TokenBudget(primary).allocate(system, history_pairs, retrieval.chunks)
+        budget = self._budget(primary, intent).allocate(system, history_pairs, retrieval.chunks)
         chunks, facts = list(budget.chunks), list(retrieval.facts)
         if budget.dropped_chunks:
             warnings.append(
@@ -366,6 +368,14 @@ class ChatService:
             context_tokens=count_tokens(context),
             started=started,
         )
+
+    def _budget(self, model: str, intent: Intent) -> TokenBudget:
+        """The model's window; deep's context is capped by its own budget (fit_deep_context)."""
+        cap = None if intent == Intent.DEEP else self.config.context_tokens
+        budget = TokenBudget(model, max_context_tokens=cap)
+        history = min(budget.limits.max_history, self.config.history_tokens)
+        budget.limits = replace(budget.limits, max_history=history)
+        return budget
 
     def _fit_local_window(
         self,

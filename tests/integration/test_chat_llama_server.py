@@ -127,7 +127,7 @@ def _resolves(body: dict) -> None:
     assert body["metadata"]["action"] in ("CITE", "ROUTE")
 
 
-@pytest.mark.spec("LLM-15.1", "LLM-16.2")
+@pytest.mark.spec("LLM-15.1", "LLM-16.2", "RAG-23")
 def test_graph_question_answered_by_the_real_model(service):
     reply = service.post(
         "/api/chat/graph", json={"query": "What feeds customer_summary?", "project_id": "shop"}

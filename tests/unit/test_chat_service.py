@@ -443,3 +443,51 @@ async def test_the_pipeline_comes_from_configuration_or_the_request():
     ).body
     assert body["metadata"]["pipeline"] == "hybrid"
     assert len(pipelines["hybrid"].calls) == 1
+
+
+@pytest.mark.spec("CFG-09", "CFG-05.2")
+async def test_chat_has_no_hardcoded_models_without_configuration_it_is_a_503():
+    from domain.model_config import ModelSelectionUnavailable, not_configured
+
+    def unconfigured(usage: str) -> list[ChainEntry]:
+        raise not_configured(usage)
+
+    provider = ScriptedProvider(_answer())
+    service, _ = _service(provider, _retrieval())
+    service.chains = unconfigured
+    with pytest.raises(ModelSelectionUnavailable) as raised:
+        await service.answer(ChatQuery(query="What feeds fct_orders?", intent=Intent.DEEP))
+    body = raised.value.body()
+    assert body["usage_type"] == "chat_deep" and "Configure" in body["action"]
+    assert provider.requests == []  # no model was called: there is no hard-coded fallback
+
+
+@pytest.mark.spec("RAG-01")
+def test_rag_configuration_defaults_and_environment(monkeypatch):
+    from adapters.settings import Settings
+
+    defaults = Settings()
+    assert (defaults.rag_max_context_tokens, defaults.rag_max_history_tokens) == (3000, 1000)
+    assert defaults.rag_max_response_tokens == 1024
+    assert (defaults.rag_min_similarity_score, defaults.rag_max_chunks_per_doc) == (0.3, 3)
+    assert defaults.rag_chunk_overlap_threshold == 0.9
+    assert defaults.rag_confidence_threshold == 60
+    monkeypatch.setenv("RAG_CONFIDENCE_THRESHOLD", "75")
+    monkeypatch.setenv("RAG_MAX_CONTEXT_TOKENS", "1200")
+    configured = Settings()
+    assert (configured.rag_confidence_threshold, configured.rag_max_context_tokens) == (75, 1200)
+
+
+@pytest.mark.spec("RAG-01")
+async def test_the_context_token_budget_drops_the_lowest_scored_chunks():
+    text = "select " + ", ".join(f"col_{i}" for i in range(150)) + " from stg_orders"
+    chunks = [_chunk(i, 0.9 - i / 100, text=text) for i in range(6)]
+    service, _ = _service(
+        ScriptedProvider(_answer(ids=())),
+        Retrieval(sources=chunks),
+        config=ChatConfig(context_tokens=1000, llm_confidence=False),
+    )
+    body = (await service.answer(ChatQuery(query="orders?", intent=Intent.SEMANTIC))).body
+    kept = body["metadata"]["context_chunks"]
+    assert 0 < kept < 5
+    assert any(w.startswith("Context truncated:") for w in body["warnings"])

@@ -303,3 +303,15 @@ async def test_cost_tracking_logs_counts_and_signals_a_downgrade(
     # AND the user receives the response with a header indicating the downgrade
     assert result.model_used == GEMINI
     assert enforced.headers() == {DOWNGRADE_HEADER: f"{OPUS} -> {GEMINI}"}
+
+
+@pytest.mark.spec("CFG-08")
+async def test_no_hardcoded_whitelist_the_free_list_is_what_discovery_reports() -> None:
+    # A model no list in the code names is allowed once discovery reports it free ...
+    policy = FreeTierPolicy(FakeDiscovery(["newlab/tiny-model:free"]), frozenset())
+    fresh = await policy.check(ChainEntry("newlab/tiny-model:free", "openrouter", 1))
+    assert fresh.allowed
+    # ... and a model of the old hard-coded whitelist is not, once it is no longer free.
+    policy = FreeTierPolicy(FakeDiscovery([]), frozenset())
+    dropped = await policy.check(ChainEntry(LLAMA_FREE, "openrouter", 1))
+    assert not dropped.allowed and dropped.entry.model_id != LLAMA_FREE
