@@ -220,7 +220,9 @@ def render_report(result: dict[str, Any], day: str) -> str:
     lines += [
         "Notes: qdrant-client local mode searches by brute force (no HNSW), so the vector "
         "search grows linearly with the chunk count; a Qdrant server with HNSW answers in a few "
-        "milliseconds at these sizes. Text and title do no retrieval.",
+        "milliseconds at these sizes. Text and title do no retrieval. Rounds after the "
+        "first ask the same questions again, so the question embedding is an embedding-cache "
+        "hit (the real model's cost is given above).",
         "",
         "Reproduce: `upstream bench chat` (`--sizes 10000,50000 --rounds 3`).",
         "",

@@ -332,9 +332,11 @@ def graph_sources(evidence: GraphEvidence, include_entities: bool = False) -> li
         line = f"{fact.source_name} -[{fact.rel}]-> {fact.target_name}"
         links.setdefault(fact.source_urn, []).append(line)
         links.setdefault(fact.target_urn, []).append(line)
-        found_in.setdefault(fact.source_urn, fact.file_path)
+        if fact.file_path:
+            found_in.setdefault(fact.source_urn, fact.file_path)
     for fact in evidence.facts:
-        found_in.setdefault(fact.target_urn, fact.file_path)
+        if fact.file_path:
+            found_in.setdefault(fact.target_urn, fact.file_path)
     sources = []
     nodes = [*evidence.entities, *evidence.reached] if include_entities else evidence.reached
     for node in nodes:

@@ -6,13 +6,9 @@ that was retrieved."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -21,69 +17,21 @@ from adapters.memory import HashingEmbedder
 from adapters.settings import Settings
 from api.app import create_app
 from commands.sources.local import LocalFile, walk
-from tests.integration.test_llama_server import _MODEL_ID, _binary, _free_port, _model
+from tests.integration import test_llama_server as llama
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+llama_server = llama.llama_server  # the module-scoped llama-server fixture (fails in CI without it)
+_MODEL_ID = llama._MODEL_ID
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop"
 CONTRACT_KEYS = {"answer", "evidence", "next_actions", "warnings", "model", "metadata"}
 
 
 @pytest.fixture(scope="module")
-def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = _binary()
-    if binary is None or not binary.is_file():
-        if os.environ.get("CI"):
-            pytest.fail("llama-server is not installed (make setup-test builds it)")
-        pytest.skip("llama-server is not installed (make setup-test builds it)")
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama-chat") / "server.log"
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [
-                str(binary),
-                "--model",
-                str(_model()),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--alias",
-                _MODEL_ID,
-                "--ctx-size",
-                "8192",
-                "--threads",
-                "2",
-                "--parallel",
-                "1",
-                "--seed",
-                "42",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert process.poll() is None, log_path.read_text(errors="replace")[-3000:]
-            try:
-                if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "llama-server did not start in time"
-            time.sleep(0.25)
-        yield f"{url}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
-
-
-@pytest.fixture(scope="module")
-def service(llama_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def service(llama_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     patch = pytest.MonkeyPatch()
-    patch.setenv("OPENAI_COMPATIBLE_BASE_URL", llama_url)
+    patch.setenv("OPENAI_COMPATIBLE_BASE_URL", llama_server)
     for endpoint in ("DEEP", "GRAPH", "DEFAULT"):  # a loaded 2-core CI machine is slow
         patch.setenv(f"LLM_TIMEOUT_{endpoint}", "600")
     data = tmp_path_factory.mktemp("chat-llama")

@@ -7,13 +7,8 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from adapters.bootstrap import bootstrap
-from adapters.memory import HashingEmbedder
-from adapters.settings import Settings
-from api.app import create_app
-from commands.sources.local import LocalFile, walk
+from tests.corpus_service import ingested_service
 
 pytestmark = pytest.mark.integration
 
@@ -50,18 +45,7 @@ def _reachable(start: str, graph: dict[str, set[str]], hops: int) -> set[str]:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     data = tmp_path_factory.mktemp("lineage")
-    settings = Settings(UPSTREAM_DATA_DIR=data)  # type: ignore[call-arg]
-    container = bootstrap(settings, "serve", embedder=HashingEmbedder())
-    files = [f for f in walk(CORPUS, 1_000_000) if isinstance(f, LocalFile)]
-    files.sort(key=lambda f: (not f.path.endswith("dbt_project.yml"), f.path))
-    with TestClient(create_app(container=container)) as client:
-        body = {
-            "project_id": "shop",
-            "files": [{"path": f.path, "content": f.content} for f in files],
-        }
-        reply = client.post("/api/v1/ingest?wait=true", json=body)
-        assert reply.status_code == 200, reply.text
-        client.container = container  # type: ignore[attr-defined]
+    with ingested_service(data, CORPUS, "shop") as client:
         yield client
 
 

@@ -94,7 +94,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 "--alias",
                 _MODEL_ID,
                 "--ctx-size",
-                "2048",
+                "8192",  # room for a chat prompt with retrieved context
                 "--threads",
                 threads,
                 "--parallel",
