@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -140,7 +141,7 @@ class LadybugGraphStore:
         with self._lock:
             if self._conn is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = ladybug.Database(str(self.path))
+                db = self._open_database()
                 conn = ladybug.Connection(db)
                 try:
                     for statement in _SCHEMA:
@@ -152,6 +153,37 @@ class LadybugGraphStore:
                 self._db, self._conn = db, conn
                 log.info("opened lineage graph %s", self.path)
             return self._conn
+
+    def _open_database(self) -> ladybug.Database:
+        """Open the database. One that cannot be opened after a crash (a write-ahead log torn
+        by SIGKILL mid-write) is repaired the read-model way: the log is set aside (back to the
+        last checkpoint), else the whole file (empty, checkpoint 0), and the catch-up re-applies
+        the events from the store."""
+        try:
+            return ladybug.Database(str(self.path))
+        except RuntimeError as exc:
+            wal = self.path.with_name(self.path.name + ".wal")
+            if not wal.exists() or "lock" in str(exc).lower():  # in use elsewhere: not ours
+                raise
+            self._set_aside(wal, exc, "goes back to its last checkpoint")
+        try:
+            return ladybug.Database(str(self.path))
+        except RuntimeError as exc:
+            self._set_aside(self.path, exc, "is rebuilt from the event store")
+            return ladybug.Database(str(self.path))
+
+    def _set_aside(self, path: Path, error: Exception, outcome: str) -> None:
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        path.rename(aside)
+        log.error(
+            "lineage graph %s could not be opened (%s), probably after a crash mid-write: "
+            "%s moved to %s; the graph %s and catches up from the events.",
+            self.path,
+            error,
+            path.name,
+            aside,
+            outcome,
+        )
 
     def _run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """Execute on the open connection; the caller holds the lock."""
