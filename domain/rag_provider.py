@@ -192,6 +192,11 @@ class RagProvider:
             for k, v in self.config.model_dump(mode="json").items()
         }
 
+    def _not_implemented(self, operation: str) -> CapabilityNotSupported:
+        """A provider that declares a capability but lacks one of its operations: a clear
+        400 naming both, never a bare NotImplementedError (a 500)."""
+        return CapabilityNotSupported(f"provider {self.name!r} does not implement {operation}")
+
     def require(self, capability: Capability) -> None:
         if capability not in self.capabilities:
             raise CapabilityNotSupported(
@@ -200,25 +205,25 @@ class RagProvider:
 
     # -- operations (override those of the declared capabilities) ---------------------------
     async def health_check(self) -> ProviderHealth:
-        raise NotImplementedError
+        raise self._not_implemented("health_check")
 
     async def list_collections(self) -> list[dict[str, Any]]:
         self.require(Capability.COLLECTIONS)
-        raise NotImplementedError
+        raise self._not_implemented("list_collections")
 
     async def get_collection(self, name: str) -> dict[str, Any]:
         self.require(Capability.COLLECTIONS)
-        raise NotImplementedError
+        raise self._not_implemented("get_collection")
 
     async def documents(
         self, name: str, where: Any = None, limit: int = 100, offset: int = 0
     ) -> dict[str, Any]:
         self.require(Capability.METADATA_FILTERING)
-        raise NotImplementedError
+        raise self._not_implemented("documents")
 
     async def metadata_values(self, name: str, field_name: str) -> dict[str, Any]:
         self.require(Capability.METADATA_FILTERING)
-        raise NotImplementedError
+        raise self._not_implemented("metadata_values")
 
     async def query(
         self,
@@ -230,15 +235,15 @@ class RagProvider:
         top_k: int = 10,
     ) -> dict[str, Any]:
         self.require(Capability.SEARCH)
-        raise NotImplementedError
+        raise self._not_implemented("query")
 
     async def empty_collection(self, name: str) -> dict[str, Any]:
         self.require(Capability.COLLECTIONS)
-        raise NotImplementedError
+        raise self._not_implemented("empty_collection")
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.require(Capability.EMBEDDINGS)
-        raise NotImplementedError
+        raise self._not_implemented("embed")
 
     async def aclose(self) -> None:
         """Release connections (called when the process stops)."""
@@ -285,7 +290,7 @@ class RagProvider:
         self, query: str, documents: list[dict[str, Any]], top_k: int | None
     ) -> list[dict[str, Any]]:
         """`[{id, score, original_rank}]` best first, for documents that all have ids."""
-        raise NotImplementedError
+        raise self._not_implemented("rerank")
 
 
 def _describe(error: Exception) -> str:
