@@ -265,10 +265,7 @@ class UnknownPipelineName(ValueError):
 
 
 def pipelines_of(container: Any) -> dict[str, Any]:
-    """The pipelines the chat service answers with; else the ones retrieval builds."""
-    chat = getattr(container, "chat", None)
-    if chat is not None and getattr(chat, "pipelines", None):
-        return dict(chat.pipelines)
+    """The pipelines the chat service answers with."""
     from queries import retrieval
 
     return dict(retrieval.build_pipelines(container))

@@ -13,6 +13,7 @@ confidence, and CITE or ROUTE.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -252,7 +253,6 @@ class ChatService:
         began = time.perf_counter()
         if prepared.synthesis == "tree_summarize":
             result, data = await self._tree_summarize(prepared, usage, endpoint)
-            text = result.text
             yield {"event": "token", "data": {"text": (data or {}).get("answer", "")}}
         else:
             opened = await self.gateway.stream(
@@ -267,9 +267,7 @@ class ChatService:
                     yield {"event": "token", "data": {"text": piece}}
             text = "".join(parts)
             result = _StreamResult.of(opened, text)
-            data = _parse(text)
-            if data is None and not extractor.started:
-                pass  # the final event carries the safe fallback
+            data = _parse(text)  # None: the final event carries the safe fallback
         generation_ms = (time.perf_counter() - began) * 1000
         body = await self._finish(prepared, result, data, generation_ms, endpoint)
         await self._store(query, prepared, body)
@@ -709,8 +707,6 @@ class ChatService:
         embed = getattr(getattr(vectors, "vectors", None), "embed", None)
         if embed is None:
             return None
-        import asyncio
-
         return list(await asyncio.to_thread(embed, text))
 
 

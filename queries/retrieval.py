@@ -482,19 +482,9 @@ def make_pipelines(
 
 
 def build_pipelines(container: Any) -> dict[str, RetrievalPipeline]:
-    """The pipelines a running container's chat uses (the same objects)."""
-    chat = getattr(container, "chat", None)
-    if chat is not None:
-        return dict(chat.pipelines)
-    settings = container.settings
-    return make_pipelines(
-        container.embedder,
-        container.index,
-        container.graph,
-        min_score=settings.rag_min_similarity_score,
-        max_per_doc=settings.rag_max_chunks_per_doc,
-        overlap_threshold=settings.rag_chunk_overlap_threshold,
-    )
+    """The pipelines a container's chat answers with (the same objects: what `upstream eval`
+    measures is what the API runs)."""
+    return dict(container.chat.pipelines)
 
 
 def edge_checker(graph: GraphStore, hops: int = 3) -> Callable[[str, str, str, str | None], bool]:
