@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import ContainerDep
+from api.deps import Actor, ContainerDep, Wait, send_command, wait_if_asked
 from bus.collection_subjects import (
     CMD_COLLECTION_ADD_DOCUMENTS,
     CMD_COLLECTION_CREATE,
@@ -29,14 +29,11 @@ from commands.collections import (
     UpdateCollectionMetadata,
     removed_count,
 )
-from commands.models import Command, CommandResult
 from domain.collections import InvalidCollectionMetadata
 from domain.where_filter import parse_where
 
 router = APIRouter(prefix="/collections", tags=["collections"])
 
-Wait = Annotated[bool, Query(description="Return once the read models have applied the write")]
-Actor = Annotated[str, Header(alias="X-Actor", description="Who makes the change (audit trail)")]
 Tenant = Annotated[str, Header(alias="X-Tenant-Id", description="The caller's tenant")]
 
 
@@ -84,8 +81,8 @@ async def create_collection(
 ) -> dict[str, Any]:
     """Create a collection with its metadata (409 when the name is taken)."""
     command = CreateCollection(tenant_id=tenant, actor=actor, **body.model_dump())
-    result = await _send(container, CMD_COLLECTION_CREATE, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_COLLECTION_CREATE, command)
+    waited = await wait_if_asked(container, result, wait)
     metadata = await _metadata(container, body.name, tenant) if waited else None
     return {
         "status": "created",
@@ -114,8 +111,8 @@ async def update_metadata(
     command = UpdateCollectionMetadata(
         tenant_id=tenant, name=name, metadata=body.metadata, merge=merge, actor=actor
     )
-    result = await _send(container, CMD_COLLECTION_UPDATE_METADATA, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_COLLECTION_UPDATE_METADATA, command)
+    waited = await wait_if_asked(container, result, wait)
     metadata = await _metadata(container, name, tenant) if waited else None
     return {
         "status": "updated",
@@ -138,8 +135,8 @@ async def add_documents(
 ) -> dict[str, Any]:
     """Store documents with their pre-computed embeddings (400 when any is missing)."""
     command = AddDocuments(tenant_id=tenant, name=name, documents=body.documents, actor=actor)
-    result = await _send(container, CMD_COLLECTION_ADD_DOCUMENTS, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_COLLECTION_ADD_DOCUMENTS, command)
+    waited = await wait_if_asked(container, result, wait)
     return {
         "status": "success",
         "collection": name,
@@ -159,8 +156,8 @@ async def empty_collection(
 ) -> dict[str, Any]:
     """Delete every document of a collection; the collection and its metadata stay."""
     command = EmptyCollection(tenant_id=tenant, name=name, actor=actor)
-    result = await _send(container, CMD_COLLECTION_EMPTY, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_COLLECTION_EMPTY, command)
+    waited = await wait_if_asked(container, result, wait)
     return {
         "status": "emptied",
         "collection": name,
@@ -180,8 +177,8 @@ async def delete_collection(
 ) -> dict[str, Any]:
     """Delete a collection and its documents."""
     command = DeleteCollection(tenant_id=tenant, name=name, actor=actor)
-    result = await _send(container, CMD_COLLECTION_DELETE, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_COLLECTION_DELETE, command)
+    waited = await wait_if_asked(container, result, wait)
     return {
         "status": "deleted",
         "collection": name,
@@ -264,17 +261,6 @@ async def query(
 
 
 # -- helpers ----------------------------------------------------------------------------------
-async def _send(container: Any, subject: str, command: Command) -> CommandResult:
-    result: CommandResult = await container.command_bus.send(subject, command)
-    return result
-
-
-async def _wait(container: Any, result: CommandResult, wait: bool) -> bool:
-    if wait and result.position:
-        await container.wait_for(result.position)
-        return True
-    return False
-
 
 async def _metadata(container: Any, name: str, tenant: str) -> Any:
     """The collection's metadata as the read model holds it (after a waited write)."""

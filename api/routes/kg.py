@@ -8,14 +8,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, Field
 
-from api.deps import ContainerDep
+from api.deps import ContainerDep, Wait, send_command, wait_if_asked
 from bus.kg_subjects import CMD_KG_ACCEPT_EDGE, CMD_KG_PROPOSE_EDGES, CMD_KG_REJECT_EDGE
 from commands.kg import AcceptLineageEdge, ProposeKGEdges, RejectLineageEdge
-from commands.models import Command, CommandResult
+from commands.models import CommandResult
 
 router = APIRouter(prefix="/api/v1/kg", tags=["knowledge graph"])
 
-Wait = Annotated[bool, Query(description="Return once the read models have applied the write")]
 Actor = Annotated[str, Header(alias="X-Actor", description="Who decides (audit trail)")]
 Tenant = Annotated[str, Query(description="Tenant id")]
 
@@ -49,13 +48,13 @@ async def propose(
         actor=actor,
         reason=body.reason,
     )
-    result = await _send(container, CMD_KG_PROPOSE_EDGES, command)
+    result = await send_command(container, CMD_KG_PROPOSE_EDGES, command)
     return {
         "run_id": result.aggregate_id,
         "status": "requested",
         "position": result.position,
         "models": [f"{r['provider']}:{r['model_id']}" for r in chain],
-        "waited": await _wait(container, result, wait),
+        "waited": await wait_if_asked(container, result, wait),
     }
 
 
@@ -72,7 +71,7 @@ async def accept(
     command = AcceptLineageEdge(
         tenant_id=decision.tenant_id, edge_id=edge_id, actor=actor, reason=decision.reason
     )
-    result = await _send(container, CMD_KG_ACCEPT_EDGE, command)
+    result = await send_command(container, CMD_KG_ACCEPT_EDGE, command)
     return await _decided(container, decision.tenant_id, edge_id, result, wait)
 
 
@@ -89,7 +88,7 @@ async def reject(
     command = RejectLineageEdge(
         tenant_id=decision.tenant_id, edge_id=edge_id, actor=actor, reason=decision.reason
     )
-    result = await _send(container, CMD_KG_REJECT_EDGE, command)
+    result = await send_command(container, CMD_KG_REJECT_EDGE, command)
     return await _decided(container, decision.tenant_id, edge_id, result, wait)
 
 
@@ -162,22 +161,11 @@ async def summary(
     return found
 
 
-async def _send(container: Any, subject: str, command: Command) -> CommandResult:
-    result: CommandResult = await container.command_bus.send(subject, command)
-    return result
-
-
-async def _wait(container: Any, result: CommandResult, wait: bool) -> bool:
-    if wait and result.position:
-        await container.wait_for(result.position)
-        return True
-    return False
-
 
 async def _decided(
     container: Any, tenant_id: str, edge_id: str, result: CommandResult, wait: bool
 ) -> dict[str, Any]:
-    waited = await _wait(container, result, wait)
+    waited = await wait_if_asked(container, result, wait)
     edge = await asyncio.to_thread(container.kg.store.edge, tenant_id, edge_id) if waited else None
     return {
         "edge_id": edge_id,

@@ -6,12 +6,12 @@ import asyncio
 import functools
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from adapters.model_discovery import DiscoverySettings, ModelDiscovery
-from api.deps import ContainerDep
+from api.deps import Actor, ContainerDep, Wait, send_command, wait_if_asked
 from bus.model_config_subjects import (
     CMD_MODEL_CONFIG_CREATE,
     CMD_MODEL_CONFIG_DELETE,
@@ -24,7 +24,7 @@ from commands.model_config import (
     SeedModelConfigs,
     UpdateModelConfig,
 )
-from commands.models import Command, CommandResult
+from commands.models import CommandResult
 from domain.model_config import (
     ModelConfigNotFound,
     ModelSelectionUnavailable,
@@ -34,8 +34,6 @@ from domain.model_config import (
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"])
 
-Wait = Annotated[bool, Query(description="Return once the read models have applied the write")]
-Actor = Annotated[str, Header(alias="X-Actor", description="Who makes the change (audit trail)")]
 UsageFilter = Annotated[str | None, Query(description="chat_deep, ..., kg_edge_creation")]
 
 
@@ -78,7 +76,7 @@ async def create_config(
 ) -> dict[str, Any]:
     """Configure a model for a usage type and priority (409 when the slot is taken)."""
     command = CreateModelConfig(actor=actor, **body.model_dump())
-    result = await _send(container, CMD_MODEL_CONFIG_CREATE, command)
+    result = await send_command(container, CMD_MODEL_CONFIG_CREATE, command)
     return await _written(container, result, wait)
 
 
@@ -99,8 +97,8 @@ async def seed_configs(
         actor=actor,
         reason=request.reason,
     )
-    result = await _send(container, CMD_MODEL_CONFIG_SEED, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_MODEL_CONFIG_SEED, command)
+    waited = await wait_if_asked(container, result, wait)
     return {
         "count": len(seed_profile(request.profile, ollama)),
         "profile": request.profile,
@@ -122,7 +120,7 @@ async def update_config(
     """Change fields of a configuration (enable/disable with `enabled`); absent fields stay."""
     fields = body.model_dump(exclude_none=True)
     command = UpdateModelConfig(config_id=config_id, actor=actor, **fields)
-    result = await _send(container, CMD_MODEL_CONFIG_UPDATE, command)
+    result = await send_command(container, CMD_MODEL_CONFIG_UPDATE, command)
     return await _written(container, result, wait)
 
 
@@ -136,8 +134,8 @@ async def delete_config(
 ) -> dict[str, Any]:
     """Delete a configuration; its (usage_type, priority) slot becomes free."""
     command = DeleteModelConfig(config_id=config_id, actor=actor, reason=reason)
-    result = await _send(container, CMD_MODEL_CONFIG_DELETE, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_MODEL_CONFIG_DELETE, command)
+    waited = await wait_if_asked(container, result, wait)
     return {"id": config_id, "deleted": True, "position": result.position, "waited": waited}
 
 
@@ -225,22 +223,11 @@ async def model_usage(container: ContainerDep) -> dict[str, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-async def _send(container: Any, subject: str, command: Command) -> CommandResult:
-    result: CommandResult = await container.command_bus.send(subject, command)
-    return result
-
-
-async def _wait(container: Any, result: CommandResult, wait: bool) -> bool:
-    if wait and result.position:
-        await container.wait_for(result.position)
-        return True
-    return False
-
 
 async def _written(container: Any, result: CommandResult, wait: bool) -> dict[str, Any]:
     """A write's answer: id, position, whether it changed anything; the configuration as the
     read model holds it when the caller waited for it."""
-    waited = await _wait(container, result, wait)
+    waited = await wait_if_asked(container, result, wait)
     config_id = result.aggregate_id or ""
     config = await _read(container, "get", config_id) if waited else None
     return {

@@ -10,19 +10,16 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from api.deps import ContainerDep
+from api.deps import Actor, ContainerDep, Wait, send_command, wait_if_asked
 from bus.tag_subjects import CMD_TAG_ASSIGN_OWNER, CMD_TAG_REMOVE_OWNER
-from commands.models import Command, CommandResult
 from commands.tags import AssignTagOwner, RemoveTagOwner
 from domain.tags import UnknownTag, no_owner, validate_tag
 
 router = APIRouter(prefix="/api/v1/tags", tags=["tags"])
 
-Wait = Annotated[bool, Query(description="Return once the read models have applied the write")]
-Actor = Annotated[str, Header(alias="X-Actor", description="Who makes the change (audit trail)")]
 Tenant = Annotated[str, Query(description="The tenant whose tags these are")]
 
 
@@ -44,8 +41,8 @@ async def assign_owner(
 ) -> dict[str, Any]:
     """Make a user the owner of a tag (assigning the same owner again changes nothing)."""
     command = AssignTagOwner(tenant_id=tenant_id, tag=tag, actor=actor, **body.model_dump())
-    result = await _send(container, CMD_TAG_ASSIGN_OWNER, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_TAG_ASSIGN_OWNER, command)
+    waited = await wait_if_asked(container, result, wait)
     clean = validate_tag(tag)
     owner = await _read(container, "owner", tenant_id, clean) if waited else None
     return {
@@ -69,8 +66,8 @@ async def remove_owner(
 ) -> dict[str, Any]:
     """Remove a tag's owner; routing falls back to the admin (404 when it has none)."""
     command = RemoveTagOwner(tenant_id=tenant_id, tag=tag, actor=actor)
-    result = await _send(container, CMD_TAG_REMOVE_OWNER, command)
-    waited = await _wait(container, result, wait)
+    result = await send_command(container, CMD_TAG_REMOVE_OWNER, command)
+    waited = await wait_if_asked(container, result, wait)
     return {
         "status": "removed",
         "tenant_id": tenant_id,
@@ -112,17 +109,6 @@ async def get_owner(
 
 
 # -- helpers ----------------------------------------------------------------------------------
-async def _send(container: Any, subject: str, command: Command) -> CommandResult:
-    result: CommandResult = await container.command_bus.send(subject, command)
-    return result
-
-
-async def _wait(container: Any, result: CommandResult, wait: bool) -> bool:
-    if wait and result.position:
-        await container.wait_for(result.position)
-        return True
-    return False
-
 
 async def _read(container: Any, query: str, *args: Any) -> Any:
     return await asyncio.to_thread(getattr(container.tag_owners, query), *args)
